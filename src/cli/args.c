@@ -1,0 +1,177 @@
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+
+const char run_usage[] =
+	"Usage: nsbox run [OPTIONS] [--] COMMAND [ARG...]\n"
+	"Run COMMAND in a new sandbox (user, pid, mount, net, ipc, uts and cgroup namespaces).\n"
+	"\n"
+	"  --image NAME            root filesystem from the image store (default: default)\n"
+	"  --rootfs DIR            root filesystem from a directory\n"
+	"  --policy FILE           YAML policy; options below override it\n"
+	"  -m, --memory SIZE       memory limit (512m)\n"
+	"      --cpus N            CPU quota in cores (1)\n"
+	"      --pids-limit N      process/thread limit (64)\n"
+	"      --timeout DURATION  wall-clock limit; then the whole sandbox is killed (60s, 0: none)\n"
+	"      --tmpfs-size SIZE   size of /tmp and /dev/shm (100m)\n"
+	"      --max-output SIZE   bytes kept per stream, head and tail (10k with --json)\n"
+	"      --network MODE      none (loopback only) or host (none)\n"
+	"      --allow-host HOST   egress allowlist entry (not available in this version)\n"
+	"  -v, --volume SRC:DST[:ro|rw]  bind a host path, checked against the policy\n"
+	"      --sysfs             mount /sys read-only\n"
+	"  -w, --workdir DIR       working directory inside (/)\n"
+	"  -e, --env NAME=VALUE    set a variable (the environment is otherwise cleared)\n"
+	"      --env-pass NAME     copy a variable from this environment\n"
+	"  -u, --user UID[:GID]    identity inside (1000:1000)\n"
+	"      --hostname NAME     hostname inside (nsbox)\n"
+	"      --seccomp PROFILE   seccomp profile (not enforced in this version)\n"
+	"      --json              capture output and print the result record as JSON\n"
+	"      --result-file FILE  also write the result record to FILE\n"
+	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
+	"  -h, --help              show this help\n"
+	"\n"
+	"Exit status: the command's own; 128+N if killed by signal N; 124 timeout;\n"
+	"125 nsbox failed (nothing ran); 126 cannot execute; 127 not found.\n";
+
+enum {
+	OPT_IMAGE = 256, OPT_ROOTFS, OPT_POLICY, OPT_CPUS, OPT_PIDS, OPT_TIMEOUT, OPT_TMPFS,
+	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
+	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE,
+};
+
+static const struct option long_opts[] = {
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "memory", required_argument, NULL, 'm' },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "pids-limit", required_argument, NULL, OPT_PIDS },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "tmpfs-size", required_argument, NULL, OPT_TMPFS },
+	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "network", required_argument, NULL, OPT_NETWORK },
+	{ "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
+	{ "volume", required_argument, NULL, 'v' },
+	{ "sysfs", no_argument, NULL, OPT_SYSFS },
+	{ "workdir", required_argument, NULL, 'w' },
+	{ "env", required_argument, NULL, 'e' },
+	{ "env-pass", required_argument, NULL, OPT_ENV_PASS },
+	{ "user", required_argument, NULL, 'u' },
+	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
+	{ "seccomp", required_argument, NULL, OPT_SECCOMP },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "result-file", required_argument, NULL, OPT_RESULT_FILE },
+	{ "interactive", no_argument, NULL, 'i' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* Options that are plain settings: option value -> policy key. */
+static const struct { int opt; const char *name, *key; } option_keys[] = {
+	{ OPT_IMAGE, "--image", "image" }, { OPT_ROOTFS, "--rootfs", "rootfs" },
+	{ 'm', "--memory", "limits.memory" }, { OPT_CPUS, "--cpus", "limits.cpus" },
+	{ OPT_PIDS, "--pids-limit", "limits.pids" }, { OPT_TIMEOUT, "--timeout", "limits.timeout" },
+	{ OPT_TMPFS, "--tmpfs-size", "limits.tmpfs" }, { OPT_MAX_OUTPUT, "--max-output", "limits.output" },
+	{ OPT_NETWORK, "--network", "network.mode" }, { OPT_ALLOW_HOST, "--allow-host", "network.allow" },
+	{ 'v', "--volume", "filesystem.mounts" }, { 'w', "--workdir", "workdir" },
+	{ 'e', "--env", "environment.set" }, { OPT_ENV_PASS, "--env-pass", "environment.pass" },
+	{ 'u', "--user", "security.user" }, { OPT_HOSTNAME, "--hostname", "hostname" },
+	{ OPT_SECCOMP, "--seccomp", "security.seccomp" },
+};
+
+/* NSBOX_* variables, between the policy and the options in precedence. */
+static const struct { const char *var, *key; } env_keys[] = {
+	{ "NSBOX_IMAGE", "image" }, { "NSBOX_ROOTFS", "rootfs" },
+	{ "NSBOX_MEMORY", "limits.memory" }, { "NSBOX_CPUS", "limits.cpus" },
+	{ "NSBOX_PIDS_LIMIT", "limits.pids" }, { "NSBOX_TIMEOUT", "limits.timeout" },
+	{ "NSBOX_TMPFS_SIZE", "limits.tmpfs" }, { "NSBOX_MAX_OUTPUT", "limits.output" },
+	{ "NSBOX_NETWORK", "network.mode" }, { "NSBOX_USER", "security.user" },
+	{ "NSBOX_HOSTNAME", "hostname" }, { "NSBOX_SECCOMP", "security.seccomp" },
+	{ "NSBOX_WORKDIR", "workdir" },
+};
+
+static const char *env_get(char **env, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], name, n) && env[i][n] == '=')
+			return env[i] + n + 1;
+	return NULL;
+}
+
+static int push(run_args *a, const char *key, const char *value, const char *origin)
+{
+	setting *s = realloc(a->settings, (a->n_settings + 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	a->settings = s;
+	s[a->n_settings++] = (setting){ key, value, origin };
+	return 0;
+}
+
+int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen)
+{
+	*a = (run_args){ 0 };
+	a->policy = env_get(env, "NSBOX_POLICY");
+	for (size_t i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++) {
+		const char *v = env_get(env, env_keys[i].var);
+		if (v && push(a, env_keys[i].key, v, env_keys[i].var) < 0)
+			goto oom;
+	}
+	/* '+': stop at the first non-option, which starts the command. ':' at
+	 * the front makes getopt report errors to us instead of printing. */
+	opterr = 0;
+	optind = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+:m:v:w:e:u:ih", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_POLICY: a->policy = optarg; continue;
+		case OPT_JSON: a->json = true; continue;
+		case OPT_RESULT_FILE: a->result_file = optarg; continue;
+		case OPT_SYSFS:
+			if (push(a, "filesystem.sysfs", "true", "--sysfs") < 0)
+				goto oom;
+			continue;
+		case 'i': a->interactive = true; continue;
+		case 'h': a->help = true; return 0;
+		case ':':
+			snprintf(errbuf, errlen, "option '%s' needs a value", argv[optind - 1]);
+			return -1;
+		case '?':
+			if (optopt)
+				snprintf(errbuf, errlen, "unknown option '-%c'", optopt);
+			else
+				snprintf(errbuf, errlen, "unknown option '%s'", argv[optind - 1]);
+			return -1;
+		}
+		if (c == OPT_MAX_OUTPUT)
+			a->max_output = true;
+		size_t i = 0;
+		while (i < sizeof(option_keys) / sizeof(option_keys[0]) && option_keys[i].opt != c)
+			i++;
+		if (i == sizeof(option_keys) / sizeof(option_keys[0]) ||
+		    push(a, option_keys[i].key, optarg, option_keys[i].name) < 0)
+			goto oom;
+	}
+	if (optind >= argc) {
+		snprintf(errbuf, errlen, "no command given (usage: nsbox run [OPTIONS] [--] COMMAND [ARG...])");
+		return -1;
+	}
+	a->argc = argc - optind;
+	a->argv = argv + optind;
+	return 0;
+oom:
+	snprintf(errbuf, errlen, "out of memory");
+	return -1;
+}
+
+void run_args_free(run_args *a)
+{
+	free(a->settings);
+	a->settings = NULL;
+	a->n_settings = 0;
+}

@@ -1,0 +1,33 @@
+/* Parsing `nsbox run` arguments into settings (unit-tested: no side effects). */
+#ifndef NSBOX_CLI_ARGS_H
+#define NSBOX_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct setting {
+	const char *key;      /* a policy key for nsbox_config_set */
+	const char *value;    /* points into argv or the environment */
+	const char *origin;   /* "--memory", "NSBOX_TIMEOUT" ... */
+} setting;
+
+typedef struct run_args {
+	const char *policy;       /* --policy, else NSBOX_POLICY, else NULL */
+	setting *settings;        /* environment first, then options, in order */
+	size_t n_settings;
+	bool json;
+	bool max_output;          /* --max-output given: capture without --json */
+	bool interactive;
+	const char *result_file;
+	int argc;                 /* the command */
+	char **argv;
+	bool help;
+} run_args;
+
+/* Parse argv (argv[0] is "run"). `env` is the environment to read NSBOX_*
+ * variables from. On error returns -1 and writes a message into errbuf. */
+int parse_run_args(int argc, char **argv, char **env, run_args *out, char *errbuf, size_t errlen);
+void run_args_free(run_args *a);
+extern const char run_usage[];
+
+#endif

@@ -1,0 +1,91 @@
+/* Dispatch and the small subcommands (version, policy show). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"Usage: nsbox COMMAND [OPTIONS]\n"
+	"\n"
+	"  run [OPTIONS] [--] COMMAND [ARG...]   run a command in a fresh sandbox\n"
+	"  policy show [--policy FILE]           print the effective configuration as YAML\n"
+	"  version                               print the version\n"
+	"\n"
+	"'nsbox run --help' lists the run options; nsbox(1) has the details.\n";
+
+void print_msg(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("nsbox: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void print_error(const nsbox_error *e)
+{
+	print_msg("%s", e ? nsbox_error_message(e) : "unknown error");
+}
+
+int config_with_policy(const char *policy, nsbox_config **out, nsbox_error **err)
+{
+	int r = nsbox_config_new(out, err);
+	if (r == 0 && policy)
+		r = nsbox_config_load_policy(*out, policy, err);
+	return r;
+}
+
+int cmd_policy(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "show") != 0) {
+		print_msg("usage: nsbox policy show [--policy FILE]");
+		return EXIT_SETUP;
+	}
+	const char *policy = getenv("NSBOX_POLICY");
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+			policy = argv[++i];
+		else if (!strncmp(argv[i], "--policy=", 9))
+			policy = argv[i] + 9;
+		else {
+			print_msg("policy show: unknown argument '%s'", argv[i]);
+			return EXIT_SETUP;
+		}
+	}
+	nsbox_config *cfg = NULL;
+	nsbox_error *e = NULL;
+	char *yaml = NULL;
+	int rc = 0;
+	if (config_with_policy(policy, &cfg, &e) < 0 || nsbox_config_to_yaml(cfg, &yaml, &e) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		rc = EXIT_SETUP;
+	} else {
+		fputs(yaml, stdout);
+	}
+	free(yaml);
+	nsbox_config_free(cfg);
+	return rc;
+}
+
+int cli_main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_SETUP : 0;
+	}
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "policy"))
+		return cmd_policy(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("nsbox %s\n", nsbox_version());
+		return 0;
+	}
+	print_msg("unknown command '%s' (see 'nsbox --help')", argv[1]);
+	return EXIT_SETUP;
+}

@@ -1,0 +1,174 @@
+/* `nsbox run`: build the configuration, start the sandbox, supervise it,
+ * print the result. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cli.h"
+
+extern char **environ;
+
+static int write_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		s += w;
+		n -= (size_t) w;
+	}
+	return 0;
+}
+
+static int emit_record(const nsbox_result *r, const run_args *a)
+{
+	if (!a->json && !a->result_file)
+		return 0;
+	char *json = NULL;
+	nsbox_error *e = NULL;
+	if (nsbox_result_to_json(r, &json, &e) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		return -1;
+	}
+	int rc = 0;
+	if (a->json && write_all(1, json, strlen(json)) < 0)
+		rc = -1;
+	if (a->result_file) {
+		int fd = open(a->result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || write_all(fd, json, strlen(json)) < 0) {
+			print_msg("write result file '%s': %s", a->result_file, strerror(errno));
+			rc = -1;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	free(json);
+	return rc;
+}
+
+static int fail_before_start(const run_args *a, const nsbox_config *cfg, nsbox_error *e)
+{
+	print_error(e);
+	nsbox_result *r = NULL;
+	if (nsbox_result_new_failed(cfg, e, &r, NULL) == 0) {
+		(void) emit_record(r, a);
+		nsbox_result_free(r);
+	}
+	nsbox_error_free(e);
+	return EXIT_SETUP;
+}
+
+static int build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
+{
+	nsbox_config *cfg = NULL;
+	int r = config_with_policy(a->policy, &cfg, e);
+	for (size_t i = 0; r == 0 && i < a->n_settings; i++)
+		r = nsbox_config_set(cfg, a->settings[i].key, a->settings[i].value, a->settings[i].origin, e);
+	if (r == 0)
+		r = nsbox_config_set_command(cfg, a->argc, (const char *const *) a->argv, e);
+	*out = cfg;
+	return r;
+}
+
+/* SIGINT/SIGTERM/SIGHUP/SIGQUIT go to the supervisor's signalfd, which
+ * forwards them to the sandbox. */
+static int signals_to_fd(sigset_t *old)
+{
+	sigset_t set;
+	(void) sigprocmask(SIG_SETMASK, NULL, old);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
+		return -1;
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static void print_captured(const nsbox_result *r)
+{
+	for (int s = 1; s <= 2; s++) {
+		size_t len = 0;
+		const char *text = nsbox_result_output(r, s, &len);
+		if (text)
+			(void) write_all(s, text, len);
+	}
+}
+
+int cmd_run(int argc, char **argv)
+{
+	run_args a;
+	char msg[512];
+	if (parse_run_args(argc, argv, environ, &a, msg, sizeof(msg)) < 0) {
+		print_msg("%s", msg);
+		run_args_free(&a);
+		return EXIT_SETUP;
+	}
+	if (a.help) {
+		fputs(run_usage, stdout);
+		run_args_free(&a);
+		return 0;
+	}
+	nsbox_config *cfg = NULL;
+	nsbox_error *e = NULL;
+	int rc;
+	if (build_config(&a, &cfg, &e) < 0) {
+		rc = fail_before_start(&a, cfg, e);
+		goto out;
+	}
+	sigset_t old;
+	int sfd = signals_to_fd(&old);
+	nsbox_spawn_options o = {
+		.version = NSBOX_SPAWN_OPTIONS_VERSION,
+		.flags = (a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0,
+		.config = cfg,
+		.stdin_fd = a.interactive ? 0 : -1,
+		.stdout_fd = -1,
+		.stderr_fd = -1,
+		.signal_fd = sfd,
+	};
+	nsbox_sandbox *sb = NULL;
+	nsbox_result *res = NULL;
+	if (nsbox_spawn(&o, &sb, &e) < 0) {
+		rc = fail_before_start(&a, cfg, e);
+		goto restore;
+	}
+	/* The id maps are written: from here the supervisor need not be
+	 * ptrace-able or dumpable by anyone. */
+	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (nsbox_sandbox_wait(sb, &res, &e) < 0) {
+		rc = fail_before_start(&a, cfg, e);
+		nsbox_sandbox_free(sb);
+		goto restore;
+	}
+	nsbox_sandbox_free(sb);
+	(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (!a.json)
+		print_captured(res);
+	const nsbox_error *why = nsbox_result_error(res);
+	if (why)
+		print_error(why);
+	rc = nsbox_result_exit_status(res);
+	if (emit_record(res, &a) < 0 && rc == 0)
+		rc = EXIT_SETUP;
+	nsbox_result_free(res);
+restore:
+	if (sfd >= 0)
+		close(sfd);
+	(void) sigprocmask(SIG_SETMASK, &old, NULL);
+out:
+	nsbox_config_free(cfg);
+	run_args_free(&a);
+	return rc;
+}

@@ -1,0 +1,153 @@
+/* libnsbox: run a command in a sandbox built from Linux namespaces.
+ *
+ * Conventions for every function below:
+ *  - Fallible functions return an int: >= 0 on success, -errno on failure.
+ *    They never print and never exit the process.
+ *  - The last argument `nsbox_error **err` may be NULL. On failure *err is set
+ *    to a newly allocated error that the caller frees with nsbox_error_free().
+ *    On success *err is left untouched.
+ *  - Setters copy their arguments; the caller keeps ownership of what it passes.
+ *  - Returned `const char *` strings are owned by the object they came from and
+ *    stay valid until that object is freed or modified.
+ *  - Objects are not internally locked: one object may be used by one thread at
+ *    a time. Distinct objects may be used concurrently from different threads.
+ *  - Every fd the library creates is close-on-exec.
+ */
+#ifndef NSBOX_H
+#define NSBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ------------------------------------------------------------ */
+
+typedef struct nsbox_error nsbox_error;
+
+/* Human-readable message, e.g. "set up root filesystem '/srv/img': ...". */
+const char *nsbox_error_message(const nsbox_error *e);
+/* The errno behind the error (positive), or 0. */
+int nsbox_error_errno(const nsbox_error *e);
+/* The setup step that failed ("config", "policy", "mount", "exec" ...). */
+const char *nsbox_error_step(const nsbox_error *e);
+void nsbox_error_free(nsbox_error *e);
+
+/* ---- configuration ------------------------------------------------------ */
+
+typedef struct nsbox_config nsbox_config;
+
+/* A configuration holding the built-in defaults (PRODUCT.md). */
+int nsbox_config_new(nsbox_config **out, nsbox_error **err);
+void nsbox_config_free(nsbox_config *cfg);
+
+/* Load a YAML policy file over the current values. Errors name file:line:col.
+ * Lists in the policy replace the current lists. */
+int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **err);
+
+/* Set one setting by its policy key, with the value as text, e.g.
+ *   ("limits.memory", "512m"), ("network.mode", "none"), ("security.user", "1000:1000")
+ * List keys ("filesystem.mounts" as "SRC:DST[:ro|rw]", "environment.set" as
+ * "NAME=VALUE", "environment.pass", "network.allow") append one element.
+ * `origin` names where the value came from for error messages ("--memory",
+ * "NSBOX_TIMEOUT", ...); it may be NULL. */
+int nsbox_config_set(nsbox_config *cfg, const char *key, const char *value,
+                     const char *origin, nsbox_error **err);
+
+/* The command to run (argv[0] is looked up in PATH inside the sandbox). */
+int nsbox_config_set_command(nsbox_config *cfg, int argc, const char *const *argv,
+                             nsbox_error **err);
+
+/* Render the effective configuration as YAML (a valid policy file).
+ * *out is malloc'ed; free it with free(). */
+int nsbox_config_to_yaml(const nsbox_config *cfg, char **out, nsbox_error **err);
+
+/* ---- running ------------------------------------------------------------ */
+
+typedef struct nsbox_sandbox nsbox_sandbox;
+typedef struct nsbox_result nsbox_result;
+
+/* Capture stdout/stderr into bounded buffers instead of passing them through. */
+#define NSBOX_SPAWN_CAPTURE  (1u << 0)
+
+#define NSBOX_SPAWN_OPTIONS_VERSION 1
+
+typedef struct nsbox_spawn_options {
+	uint32_t version;           /* NSBOX_SPAWN_OPTIONS_VERSION */
+	uint32_t flags;             /* NSBOX_SPAWN_* */
+	const nsbox_config *config; /* required; copied into the sandbox's plan */
+	int stdin_fd;               /* -1: /dev/null */
+	int stdout_fd;              /* pass-through target; -1: the caller's fd 1 */
+	int stderr_fd;              /* pass-through target; -1: the caller's fd 2 */
+	/* A signalfd the supervisor reads while waiting, or -1. SIGINT, SIGTERM,
+	 * SIGHUP and SIGQUIT read from it are forwarded to the payload; the
+	 * sandbox is killed if it has not exited 5 seconds later or on a second
+	 * signal. The caller keeps ownership. */
+	int signal_fd;
+} nsbox_spawn_options;
+
+/* Create the sandbox and start the command. Problems found before anything is
+ * created (bad configuration, missing root filesystem) and failures to create
+ * the namespaces are returned as errors. Failures in the sandbox's own setup
+ * are reported by nsbox_sandbox_wait() as a result with status "setup_failed".
+ * The caller must not be multi-threaded while this function runs only in the
+ * sense that it forks: like fork(), only the calling thread is copied. */
+int nsbox_spawn(const nsbox_spawn_options *opts, nsbox_sandbox **out, nsbox_error **err);
+
+/* A pidfd for the sandbox's init process (owned by the sandbox). */
+int nsbox_sandbox_pidfd(const nsbox_sandbox *sb);
+/* Send a signal to the payload (SIGKILL kills the whole sandbox). */
+int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig);
+/* Supervise until the sandbox has ended and nothing of it is left; then fill
+ * *out with the result (owned by the caller). */
+int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);
+/* Kills the sandbox if it still runs, waits for it, releases everything. */
+void nsbox_sandbox_free(nsbox_sandbox *sb);
+
+/* ---- results ------------------------------------------------------------ */
+
+typedef enum nsbox_status {
+	NSBOX_STATUS_EXITED = 0,
+	NSBOX_STATUS_SIGNALED,
+	NSBOX_STATUS_TIMED_OUT,
+	NSBOX_STATUS_OOM_KILLED,
+	NSBOX_STATUS_SETUP_FAILED,
+} nsbox_status;
+
+/* A result for a run that failed before the sandbox existed (for --json). */
+int nsbox_result_new_failed(const nsbox_config *cfg, const nsbox_error *why,
+                            nsbox_result **out, nsbox_error **err);
+void nsbox_result_free(nsbox_result *r);
+
+nsbox_status nsbox_result_status(const nsbox_result *r);
+const char *nsbox_status_name(nsbox_status s);
+/* The payload's exit code, or -1 when it did not exit normally. */
+int nsbox_result_exit_code(const nsbox_result *r);
+/* The signal that ended the payload, or 0. */
+int nsbox_result_signal(const nsbox_result *r);
+/* The exit status `nsbox run` uses (see nsbox(1)): the payload's own code,
+ * 128+N for signal N, 124 timeout, 125 setup failure, 126 cannot execute,
+ * 127 not found. */
+int nsbox_result_exit_status(const nsbox_result *r);
+/* The setup error of a "setup_failed" result, or NULL. */
+const nsbox_error *nsbox_result_error(const nsbox_result *r);
+/* Captured output (NULL when not captured). With truncation the text holds
+ * the head, a marker line, and the tail. *len receives the length. */
+const char *nsbox_result_output(const nsbox_result *r, int stream, size_t *len);
+/* Total bytes the payload wrote to stream 1 or 2 (captured mode). */
+uint64_t nsbox_result_output_bytes(const nsbox_result *r, int stream);
+bool nsbox_result_output_truncated(const nsbox_result *r, int stream);
+double nsbox_result_duration_ms(const nsbox_result *r);
+
+/* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
+int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
+
+const char *nsbox_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

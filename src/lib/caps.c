@@ -1,0 +1,31 @@
+/* Dropping every capability set before exec. Plain prctl/capset calls so it
+ * can run in the child (libcap's cap_t API allocates). */
+#include <errno.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "plan.h"
+
+int caps_drop_bounding(int cap_last)
+{
+	/* The bounding set first: dropping it needs CAP_SETPCAP, which the
+	 * capset below removes. */
+	for (int c = 0; c <= cap_last; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	return 0;
+}
+
+/* Empty the effective, permitted and inheritable sets. */
+int caps_clear(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	return 0;
+}

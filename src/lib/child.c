@@ -1,0 +1,175 @@
+/* The cloned child: pid 1 of the new namespaces. It walks the plan with
+ * plain system calls (no allocation, no stdio: the library may be embedded in
+ * a threaded program, whose locks a forked child must never take), reports a
+ * failed step as {step, errno} and exits. */
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "syscalls.h"
+
+void child_report(int sync_fd, enum step step, int index, int err)
+{
+	msg m = { .type = MSG_ERROR, .step = step, .index = index, .err = err };
+	(void) send(sync_fd, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+__attribute__((noreturn)) static void fail(const child_args *a, enum step step, int index, int err)
+{
+	child_report(a->sync_fd, step, index, err < 0 ? -err : err);
+	_exit(125);
+}
+
+static void wait_go(const child_args *a)
+{
+	msg m;
+	ssize_t n;
+	do
+		n = recv(a->sync_fd, &m, sizeof(m), 0);
+	while (n < 0 && errno == EINTR);
+	/* EOF: the supervisor is gone (or failed to write the id maps). */
+	if (n != sizeof(m) || m.type != MSG_GO)
+		_exit(125);
+}
+
+static void setup_stdio(const child_args *a)
+{
+	for (int i = 0; i < 3; i++)
+		if (a->stdio[i] != i && dup3(a->stdio[i], i, 0) < 0)
+			fail(a, STEP_STDIO, i, errno);
+}
+
+__attribute__((noreturn)) void child_main(const child_args *a)
+{
+	const nsbox_plan *p = a->plan;
+	int idx, r;
+
+	/* If the supervisor dies, so does pid 1, and with it the namespace. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	wait_go(a);
+	setup_stdio(a);
+
+	/* Sources are reopened with the caller's credentials (host root can
+	 * traverse its own 0700 directories; the mapped ids cannot). */
+	r = mounts_open_sources(p, &idx);
+	if (r < 0)
+		fail(a, idx >= 0 ? STEP_MOUNT_OP : STEP_ROOT, idx, r);
+
+	/* Become the namespace's setup identity: files created on our tmpfs
+	 * mounts need an fsuid that is mapped in this user namespace. */
+	if (p->may_setgroups && setgroups(0, NULL) < 0)
+		fail(a, STEP_SETUP_IDS, -1, errno);
+	if (setresgid(p->setup_gid, p->setup_gid, p->setup_gid) < 0 ||
+	    setresuid(p->setup_uid, p->setup_uid, p->setup_uid) < 0)
+		fail(a, STEP_SETUP_IDS, -1, errno);
+
+	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
+		fail(a, STEP_HOSTNAME, -1, errno);
+
+	int root = mounts_build_root(p, &idx);
+	if (root < 0)
+		fail(a, idx >= 0 ? STEP_MOUNT_OP : STEP_ROOT, idx, root);
+	r = mounts_apply(p, root, &idx);
+	if (r < 0)
+		fail(a, STEP_MOUNT_OP, idx, r);
+	r = mounts_pivot(root);
+	if (r < 0)
+		fail(a, STEP_PIVOT_ROOT, -1, r);
+	close(root);
+
+	if (p->net_none) {
+		r = net_loopback_up(p);
+		if (r < 0)
+			fail(a, STEP_LOOPBACK, -1, r);
+	}
+
+	/* Nothing opened before pivot_root may reach the payload: close every
+	 * fd but the standard streams and the supervisor's socket. */
+	if (a->sync_fd > 3)
+		(void) sys_close_range(3, (unsigned) a->sync_fd - 1, 0);
+	(void) sys_close_range((unsigned) a->sync_fd + 1, ~0U, 0);
+	init_run(a);
+}
+
+/* execvpe() searches the caller's PATH, not the sandbox's: do it here. */
+static int exec_search(const nsbox_plan *p)
+{
+	const char *file = p->argv[0];
+	if (strchr(file, '/')) {
+		execve(file, p->argv, p->envp);
+		return errno;
+	}
+	size_t flen = strlen(file);
+	bool eacces = false;
+	char full[PATH_MAX];
+	for (const char *dir = p->path_env; dir;) {
+		const char *end = strchrnul(dir, ':');
+		size_t dlen = (size_t) (end - dir);
+		if (dlen + flen + 2 <= sizeof(full)) {
+			memcpy(full, dir, dlen);
+			size_t off = dlen;
+			if (dlen == 0)
+				full[off++] = '.';
+			full[off++] = '/';
+			memcpy(full + off, file, flen + 1);
+			execve(full, p->argv, p->envp);
+			switch (errno) {
+			case EACCES:
+				eacces = true;
+				break;
+			case ENOENT: case ENOTDIR: case ESTALE: case ENODEV: case ETIMEDOUT:
+				break;
+			default:
+				return errno;
+			}
+		}
+		dir = *end ? end + 1 : NULL;
+	}
+	return eacces ? EACCES : ENOENT;
+}
+
+__attribute__((noreturn)) void payload_exec(const child_args *a)
+{
+	const nsbox_plan *p = a->plan;
+	sigset_t none;
+	sigemptyset(&none);
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	for (int s = 1; s < NSIG; s++)
+		(void) sigaction(s, &dfl, NULL);
+	(void) sigprocmask(SIG_SETMASK, &none, NULL);
+
+	/* A new session: the payload has no controlling terminal, so it
+	 * cannot push input into the caller's terminal (TIOCSTI). */
+	if (setsid() < 0)
+		fail(a, STEP_SETSID, -1, errno);
+	int r = caps_drop_bounding(p->cap_last);
+	if (r < 0)
+		fail(a, STEP_CAPS, -1, r);
+	if (p->may_setgroups && setgroups(0, NULL) < 0)
+		fail(a, STEP_SETGROUPS, -1, errno);
+	if (setresgid(p->gid, p->gid, p->gid) < 0)
+		fail(a, STEP_SETGID, -1, errno);
+	if (setresuid(p->uid, p->uid, p->uid) < 0)
+		fail(a, STEP_SETUID, -1, errno);
+	r = caps_clear();
+	if (r < 0)
+		fail(a, STEP_CAPS, -1, r);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail(a, STEP_NO_NEW_PRIVS, -1, errno);
+	if (chdir(p->workdir) < 0)
+		fail(a, STEP_CHDIR, -1, errno);
+	/* Everything above 2 closes at exec, including the socket to the
+	 * supervisor, which stays open until then to report an exec failure. */
+	if (sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		fail(a, STEP_CLOSE_FDS, -1, errno);
+	int e = exec_search(p);
+	child_report(a->sync_fd, STEP_EXEC, -1, e);
+	_exit(e == ENOENT ? 127 : 126);
+}

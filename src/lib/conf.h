@@ -1,0 +1,63 @@
+/* The in-memory configuration: defaults, validation and the key setter that
+ * the policy loader, NSBOX_* variables and the CLI all go through. */
+#ifndef NSBOX_CONF_H
+#define NSBOX_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nsbox.h"
+#include "strv.h"
+
+enum net_mode { NET_NONE = 0, NET_USER, NET_HOST };
+
+typedef struct mount_spec {
+	char *source;     /* as given; made absolute against base_dir */
+	char *target;
+	bool read_only;
+} mount_spec;
+
+struct nsbox_config {
+	char *image;
+	char *rootfs;
+	char *hostname;
+	char *workdir;        /* NULL: default */
+	char *seccomp;
+	uint64_t memory;
+	double cpus;
+	uint64_t pids;
+	uint64_t timeout_ms;
+	uint64_t tmpfs;
+	uint64_t output;      /* per-stream cap when capturing; 0: unlimited */
+	enum net_mode net;
+	strv allow;
+	bool read_only_root;
+	bool sysfs;
+	mount_spec *mounts;
+	size_t n_mounts;
+	strv forbidden;
+	strv allowed_roots;
+	strv deny_changes;
+	strv env_set;         /* NAME=VALUE */
+	strv env_pass;        /* NAME */
+	uid_t uid;
+	gid_t gid;
+	strv command;
+};
+
+#define NSBOX_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* Empty a list-valued key before a policy replaces it. */
+int config_clear_list(nsbox_config *cfg, const char *key);
+/* Add a mount with an explicit target (the policy's mapping form). A relative
+ * source is resolved against base_dir (NULL: the current directory). */
+int config_add_mount(nsbox_config *cfg, const char *source, const char *target, bool ro,
+                     const char *base_dir, const char *origin, nsbox_error **err);
+/* Is `key` a list (replace-on-policy) key? */
+bool config_key_is_list(const char *key);
+/* Is `key` known at all? */
+bool config_key_known(const char *key);
+int config_copy(nsbox_config **out, const nsbox_config *src);
+
+#endif

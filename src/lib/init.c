@@ -1,0 +1,80 @@
+/* pid 1 inside the sandbox: forks the payload, reaps every orphan, forwards
+ * the supervisor's signals to the payload's process group, and reports the
+ * payload's wait status. When it exits the kernel kills whatever is left in
+ * the pid namespace, so daemons cannot outlive the payload. */
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "syscalls.h"
+
+static volatile sig_atomic_t payload_pid;
+
+static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT };
+
+static void forward(int sig)
+{
+	int saved = errno;
+	/* The payload leads its own process group once it has called setsid();
+	 * before that, signal the process itself. */
+	if (payload_pid > 0 && kill(-payload_pid, sig) < 0 && errno == ESRCH)
+		(void) kill(payload_pid, sig);
+	errno = saved;
+}
+
+__attribute__((noreturn)) void init_run(const child_args *a)
+{
+	sigset_t all, none;
+	sigfillset(&all);
+	sigemptyset(&none);
+	/* pid 1 ignores every signal it has no handler for, so forwarding
+	 * needs real handlers; block them until the payload's pid is known. */
+	(void) sigprocmask(SIG_SETMASK, &all, NULL);
+	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		if (sigaction(forwarded[i], &sa, NULL) < 0) {
+			child_report(a->sync_fd, STEP_SIGNALS, -1, errno);
+			_exit(125);
+		}
+
+	/* A raw fork: glibc's fork() takes malloc's locks, which another
+	 * thread of an embedding program may have held when we were cloned. */
+	struct clone_args ca = { .exit_signal = SIGCHLD };
+	pid_t pid = (pid_t) sys_clone3(&ca);
+	if (pid < 0 && errno == ENOSYS)
+		pid = (pid_t) syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+	if (pid < 0) {
+		child_report(a->sync_fd, STEP_FORK, -1, errno);
+		_exit(125);
+	}
+	if (pid == 0)
+		payload_exec(a);
+	payload_pid = pid;
+
+	/* pid 1 needs no privilege from here on. */
+	(void) caps_drop_bounding(a->plan->cap_last);
+	(void) caps_clear();
+	(void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	(void) sigprocmask(SIG_SETMASK, &none, NULL);
+
+	for (;;) {
+		int status;
+		pid_t w = waitpid(-1, &status, 0);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(125);   /* ECHILD cannot happen before the payload is reaped */
+		}
+		if (w == pid) {
+			msg m = { .type = MSG_EXIT, .status = status };
+			(void) send(a->sync_fd, &m, sizeof(m), MSG_NOSIGNAL);
+			_exit(0);
+		}
+	}
+}

@@ -1,0 +1,428 @@
+/* Turning a configuration into the plan the child executes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cleanup.h"
+#include "error.h"
+#include "idmap.h"
+#include "plan.h"
+#include "syscalls.h"
+#include "units.h"
+#include "volumes.h"
+
+static const char *const step_names[STEP__MAX] = {
+	[STEP_SYNC] = "synchronise with the supervisor",
+	[STEP_SETUP_IDS] = "switch to the setup identity",
+	[STEP_MOUNT_PRIVATE] = "make the mount namespace private",
+	[STEP_ROOT] = "set up root filesystem",
+	[STEP_MOUNT_OP] = "set up mounts",
+	[STEP_PIVOT_ROOT] = "pivot_root into the root filesystem",
+	[STEP_HOSTNAME] = "set hostname",
+	[STEP_LOOPBACK] = "bring up loopback",
+	[STEP_FORK] = "fork the payload",
+	[STEP_STDIO] = "set up standard streams",
+	[STEP_SETSID] = "start a new session",
+	[STEP_CAPS] = "drop capabilities",
+	[STEP_SETGROUPS] = "clear supplementary groups",
+	[STEP_SETGID] = "set group id",
+	[STEP_SETUID] = "set user id",
+	[STEP_NO_NEW_PRIVS] = "set no_new_privs",
+	[STEP_CHDIR] = "change to the working directory",
+	[STEP_CLOSE_FDS] = "close inherited file descriptors",
+	[STEP_EXEC] = "execute the command",
+	[STEP_SIGNALS] = "set up signal handling",
+};
+
+const char *plan_step_name(enum step s)
+{
+	return (s > 0 && s < STEP__MAX && step_names[s]) ? step_names[s] : "set up the sandbox";
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+void plan_free(nsbox_plan *p)
+{
+	if (!p)
+		return;
+	free(p->uid_map);
+	free(p->gid_map);
+	free_strv(p->newuidmap_argv);
+	free_strv(p->newgidmap_argv);
+	if (p->rootfs_fd >= 0)
+		close(p->rootfs_fd);
+	if (p->devnull_fd >= 0)
+		close(p->devnull_fd);
+	free(p->rootfs_path);
+	for (size_t i = 0; i < p->n_ops; i++) {
+		if (p->ops[i].src_fd >= 0)
+			close(p->ops[i].src_fd);
+		free(p->ops[i].desc);
+		free(p->ops[i].src_path);
+		if (p->ops[i].kind == OP_FS || p->ops[i].kind == OP_BIND)
+			free((char *) p->ops[i].data);
+		free((char *) p->ops[i].target);
+	}
+	free(p->ops);
+	free(p->child_fds);
+	free(p->hostname);
+	free_strv(p->argv);
+	free_strv(p->envp);
+	free(p->workdir);
+	free(p->namespaces_json);
+	free(p->network);
+	nsbox_config_free(p->cfg);
+	free(p);
+}
+
+/* Append an op; takes ownership of desc and of src_fd (even on failure). */
+static int add_op(nsbox_plan *p, mount_op op, nsbox_error **err)
+{
+	mount_op *ops = realloc(p->ops, (p->n_ops + 1) * sizeof(*ops));
+	char *target = op.target ? strdup(op.target) : NULL;
+	char *data = (op.data && (op.kind == OP_FS || op.kind == OP_BIND)) ? strdup(op.data) : NULL;
+	char *src = op.src_path ? strdup(op.src_path) : NULL;
+	if (!ops || !target || (op.data && (op.kind == OP_FS || op.kind == OP_BIND) && !data) ||
+	    !op.desc || (op.src_path && !src)) {
+		if (ops)
+			p->ops = ops;
+		free(target);
+		free(data);
+		free(src);
+		free(op.desc);
+		if (op.src_fd >= 0)
+			close(op.src_fd);
+		return nsbox_err(err, ENOMEM, "plan", "plan mounts");
+	}
+	p->ops = ops;
+	op.target = target;
+	op.src_path = src;
+	if (op.kind == OP_FS || op.kind == OP_BIND)
+		op.data = data;
+	p->ops[p->n_ops++] = op;
+	return 0;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, f);
+	if (vasprintf(&s, f, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+static int plan_proc(nsbox_plan *p, nsbox_error **err)
+{
+	/* Docker's masked and read-only paths: kernel memory, keys, timers,
+	 * scheduler internals and the sysrq trigger must not be readable or
+	 * writable from inside. */
+	static const char *mask_files[] = {
+		"proc/kcore", "proc/keys", "proc/key-users", "proc/timer_list", "proc/timer_stats",
+		"proc/sched_debug", "proc/latency_stats", "proc/sysrq-trigger", "proc/interrupts",
+		"proc/kallsyms", "proc/kpagecount", "proc/kpageflags", "proc/kpagecgroup",
+		"proc/config.gz", "proc/vmallocinfo", "proc/pagetypeinfo",
+	};
+	static const char *mask_dirs[] = { "proc/acpi", "proc/asound", "proc/scsi", "proc/driver" };
+	static const char *ro_dirs[] = { "proc/sys", "proc/irq", "proc/bus", "proc/fs" };
+	int r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "proc", .fstype = "proc",
+	                              .flags = OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
+	                              .desc = fmt("mount proc on '/proc'") }, err);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(mask_files); i++)
+		r = add_op(p, (mount_op){ .kind = OP_MASK_FILE, .src_fd = -1, .target = mask_files[i],
+		                          .flags = OPF_OPTIONAL,
+		                          .desc = fmt("mask '/%s'", mask_files[i]) }, err);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(mask_dirs); i++)
+		r = add_op(p, (mount_op){ .kind = OP_MASK_DIR, .src_fd = -1, .target = mask_dirs[i],
+		                          .flags = OPF_OPTIONAL, .desc = fmt("mask '/%s'", mask_dirs[i]) }, err);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(ro_dirs); i++)
+		r = add_op(p, (mount_op){ .kind = OP_RDONLY, .src_fd = -1, .target = ro_dirs[i],
+		                          .flags = OPF_OPTIONAL | OPF_RECURSIVE,
+		                          .desc = fmt("make '/%s' read-only", ro_dirs[i]) }, err);
+	return r;
+}
+
+static int plan_dev(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
+{
+	static const char *nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	static const struct { const char *name, *to; } links[] = {
+		{ "dev/ptmx", "pts/ptmx" }, { "dev/fd", "/proc/self/fd" },
+		{ "dev/stdin", "/proc/self/fd/0" }, { "dev/stdout", "/proc/self/fd/1" },
+		{ "dev/stderr", "/proc/self/fd/2" },
+	};
+	char shm[64];
+	snprintf(shm, sizeof(shm), "mode=1777,size=%llu", (unsigned long long) cfg->tmpfs);
+	int r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "dev", .fstype = "tmpfs",
+	                              .data = "mode=755,size=65536,nr_inodes=64",
+	                              .flags = OPF_NOSUID | OPF_NOEXEC,
+	                              .desc = fmt("mount tmpfs on '/dev'") }, err);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(nodes); i++) {
+		char host[32], tgt[32];
+		snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
+		snprintf(tgt, sizeof(tgt), "dev/%s", nodes[i]);
+		int fd = open(host, O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			return nsbox_err(err, errno, "plan", "open device '%s'", host);
+		r = add_op(p, (mount_op){ .kind = OP_BIND, .src_fd = fd, .src_path = host, .target = tgt,
+		                          .flags = OPF_MKPOINT | OPF_FILE | OPF_NOSUID | OPF_NOEXEC,
+		                          .desc = fmt("bind '%s' on '/%s'", host, tgt) }, err);
+	}
+	if (r == 0)
+		r = add_op(p, (mount_op){ .kind = OP_MKDIR, .src_fd = -1, .target = "dev/pts", .mode = 0755,
+		                          .desc = fmt("create '/dev/pts'") }, err);
+	if (r == 0)
+		r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "dev/pts", .fstype = "devpts",
+		                          .data = "newinstance,ptmxmode=0666,mode=0620",
+		                          .flags = OPF_NOSUID | OPF_NOEXEC,
+		                          .desc = fmt("mount devpts on '/dev/pts'") }, err);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(links); i++)
+		r = add_op(p, (mount_op){ .kind = OP_SYMLINK, .src_fd = -1, .target = links[i].name,
+		                          .data = links[i].to,
+		                          .desc = fmt("create symlink '/%s'", links[i].name) }, err);
+	if (r == 0)
+		r = add_op(p, (mount_op){ .kind = OP_MKDIR, .src_fd = -1, .target = "dev/shm", .mode = 0755,
+		                          .desc = fmt("create '/dev/shm'") }, err);
+	if (r == 0)
+		r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "dev/shm", .fstype = "tmpfs",
+		                          .data = shm, .flags = OPF_NOSUID | OPF_NODEV,
+		                          .desc = fmt("mount tmpfs on '/dev/shm'") }, err);
+	if (r == 0)
+		r = add_op(p, (mount_op){ .kind = OP_RDONLY, .src_fd = -1, .target = "dev",
+		                          .desc = fmt("make '/dev' read-only") }, err);
+	return r;
+}
+
+static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home, nsbox_error **err)
+{
+	int r = plan_proc(p, err);
+	if (r == 0)
+		r = plan_dev(p, cfg, err);
+	if (r < 0)
+		return r;
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), "mode=1777,size=%llu", (unsigned long long) cfg->tmpfs);
+	r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "tmp", .fstype = "tmpfs",
+	                          .data = tmp, .flags = OPF_NOSUID | OPF_NODEV,
+	                          .desc = fmt("mount tmpfs on '/tmp'") }, err);
+	if (r == 0 && cfg->sysfs)
+		r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "sys", .fstype = "sysfs",
+		                          .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
+		                          .desc = fmt("mount sysfs on '/sys'") }, err);
+	for (size_t i = 0; r == 0 && i < cfg->n_mounts; i++) {
+		const mount_spec *m = &cfg->mounts[i];
+		_cleanup_free_ char *canon = NULL;
+		int fd = -1;
+		r = volume_open(cfg, m->source, home, &canon, &fd, err);
+		if (r < 0)
+			return r;
+		struct stat st;
+		if (fstat(fd, &st) < 0) {
+			close(fd);
+			return nsbox_err(err, errno, "volume", "stat volume source '%s'", canon);
+		}
+		unsigned flags = OPF_RECURSIVE | OPF_NOSUID | OPF_NODEV | OPF_MKPOINT |
+		                 (m->read_only ? OPF_RDONLY : 0) | (S_ISDIR(st.st_mode) ? 0 : OPF_FILE);
+		r = add_op(p, (mount_op){ .kind = OP_BIND, .src_fd = fd, .src_path = canon,
+		                          .target = m->target + 1,
+		                          .flags = flags,
+		                          .desc = fmt("bind '%s' on '%s'", canon, m->target) }, err);
+	}
+	return r;
+}
+
+/* The home directory of `uid` in the image's /etc/passwd, read without
+ * leaving the image (a hostile image may make /etc a symlink). */
+static char *image_home(int rootfs_fd, uid_t uid)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int fd = sys_openat2(rootfs_fd, "etc/passwd", &how);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return NULL;
+	}
+	char line[1024], *home = NULL;
+	while (!home && fgets(line, sizeof(line), f)) {
+		char *fields[7] = { 0 }, *s = line;
+		for (int i = 0; i < 7 && s; i++) {
+			fields[i] = s;
+			s = strchr(s, ':');
+			if (s)
+				*s++ = '\0';
+		}
+		if (fields[5] && fields[2] && strtoul(fields[2], NULL, 10) == uid && fields[5][0] == '/')
+			home = strdup(fields[5]);
+	}
+	fclose(f);
+	return home;
+}
+
+static int plan_env(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
+{
+	strv env = { 0 };
+	_cleanup_free_ char *home = image_home(p->rootfs_fd, cfg->uid);
+	_cleanup_free_ char *home_kv = fmt("HOME=%s", home ? home : "/");
+	int r = strv_push(&env, "PATH=" NSBOX_DEFAULT_PATH);
+	r = r ?: home_kv ? strv_push(&env, home_kv) : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < cfg->env_set.n; i++) {
+		const char *kv = cfg->env_set.v[i];
+		long at = strv_find_env(&env, kv, strcspn(kv, "="));
+		if (at >= 0) {
+			char *d = strdup(kv);
+			if (!d) {
+				r = -ENOMEM;
+				break;
+			}
+			free(env.v[at]);
+			env.v[at] = d;
+		} else {
+			r = strv_push(&env, kv);
+		}
+	}
+	for (size_t i = 0; r == 0 && i < cfg->env_pass.n; i++) {
+		const char *v = getenv(cfg->env_pass.v[i]);
+		if (!v)
+			continue;
+		_cleanup_free_ char *kv = fmt("%s=%s", cfg->env_pass.v[i], v);
+		long at = strv_find_env(&env, cfg->env_pass.v[i], strlen(cfg->env_pass.v[i]));
+		if (!kv)
+			r = -ENOMEM;
+		else if (at >= 0) {
+			free(env.v[at]);
+			env.v[at] = TAKE_PTR(kv);
+		} else
+			r = strv_push_take(&env, TAKE_PTR(kv));
+	}
+	if (r < 0) {
+		strv_clear(&env);
+		return nsbox_err(err, ENOMEM, "plan", "plan environment");
+	}
+	long at = strv_find_env(&env, "PATH", 4);
+	p->path_env = env.v[at] + 5;
+	p->envp = env.v;
+	return 0;
+}
+
+/* Where `nsbox image` keeps images: /var/lib/nsbox/images for root,
+ * $XDG_DATA_HOME/nsbox/images (default ~/.local/share) otherwise. */
+static char *image_rootfs(const char *name)
+{
+	if (geteuid() == 0)
+		return fmt("/var/lib/nsbox/images/%s/rootfs", name);
+	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+	if (xdg && *xdg == '/')
+		return fmt("%s/nsbox/images/%s/rootfs", xdg, name);
+	return home ? fmt("%s/.local/share/nsbox/images/%s/rootfs", home, name) : NULL;
+}
+
+static int plan_rootfs(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
+{
+	_cleanup_free_ char *given = cfg->rootfs ? strdup(cfg->rootfs) : image_rootfs(cfg->image);
+	if (!given)
+		return nsbox_err(err, ENOENT, "rootfs", "locate image '%s': HOME is not set", cfg->image);
+	/* The child reopens the root by this canonical path (see mount_op). */
+	_cleanup_free_ char *path = realpath(given, NULL);
+	if (!path)
+		path = TAKE_PTR(given);
+	p->rootfs_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (p->rootfs_fd < 0) {
+		if (cfg->rootfs)
+			return nsbox_err(err, errno, "rootfs", "open root filesystem '%s'", path);
+		return nsbox_err_hint(err, errno, "rootfs",
+		                      "build it with 'nsbox image build', import one with 'nsbox image import NAME SOURCE', or pass --rootfs DIR",
+		                      "open image '%s' at '%s'", cfg->image, path);
+	}
+	p->rootfs_path = TAKE_PTR(path);
+	return 0;
+}
+
+static int plan_unsupported(const nsbox_config *cfg, nsbox_error **err)
+{
+	/* Fail closed on settings whose machinery does not exist yet, rather
+	 * than running with less than was asked for. */
+	if (!cfg->read_only_root)
+		return nsbox_err(err, ENOTSUP, "config",
+		                 "filesystem.read_only_root: false is not supported: the root filesystem is always read-only (write to /tmp or a volume)");
+	if (cfg->net == NET_USER)
+		return nsbox_err(err, ENOTSUP, "config",
+		                 "network mode 'user' is not available in this version (use 'none' or 'host')");
+	if (cfg->allow.n)
+		return nsbox_err(err, ENOTSUP, "config",
+		                 "network.allow ('%s') is not available in this version", cfg->allow.v[0]);
+	return 0;
+}
+
+int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
+{
+	if (!cfg->command.n)
+		return nsbox_err(err, EINVAL, "config", "plan the sandbox: no command given");
+	int r = plan_unsupported(cfg, err);
+	if (r < 0)
+		return r;
+	nsbox_plan *p = calloc(1, sizeof(*p));
+	if (!p)
+		return nsbox_err(err, ENOMEM, "plan", "plan the sandbox");
+	p->rootfs_fd = p->devnull_fd = -1;
+	const char *home = getenv("HOME");
+	r = config_copy(&p->cfg, cfg) < 0 ? nsbox_err(err, ENOMEM, "plan", "copy configuration") : 0;
+	r = r ?: plan_rootfs(p, cfg, err);
+	r = r ?: idmap_plan(p, cfg, err);
+	r = r ?: plan_mounts(p, cfg, home, err);
+	r = r ?: plan_env(p, cfg, err);
+	if (r == 0) {
+		p->child_fds = calloc(p->n_ops + 2, sizeof(*p->child_fds));
+		if (!p->child_fds)
+			r = nsbox_err(err, ENOMEM, "plan", "plan the sandbox");
+	}
+	if (r == 0) {
+		p->devnull_fd = open("/dev/null", O_PATH | O_CLOEXEC);
+		if (p->devnull_fd < 0)
+			r = nsbox_err(err, errno, "plan", "open '/dev/null'");
+	}
+	if (r == 0) {
+		strv argv = { 0 };
+		if (strv_copy(&argv, &cfg->command) < 0)
+			r = nsbox_err(err, ENOMEM, "plan", "plan command");
+		p->argv = argv.v;
+		p->hostname = strdup(cfg->hostname);
+		p->workdir = strdup(cfg->workdir ? cfg->workdir : "/");
+		p->cap_last = cap_max_bits() - 1;
+		p->timeout_ms = cfg->timeout_ms;
+		p->output_cap = cfg->output;
+		p->net_none = cfg->net == NET_NONE;
+		p->clone_flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+		                 CLONE_NEWUTS | CLONE_NEWCGROUP | (p->net_none ? CLONE_NEWNET : 0);
+		p->namespaces_json = strdup(p->net_none
+			? "[\"user\",\"pid\",\"mount\",\"net\",\"ipc\",\"uts\",\"cgroup\"]"
+			: "[\"user\",\"pid\",\"mount\",\"ipc\",\"uts\",\"cgroup\"]");
+		p->network = strdup(p->net_none ? "none" : "host");
+		if (!r && (!p->hostname || !p->workdir || !p->namespaces_json || !p->network))
+			r = nsbox_err(err, ENOMEM, "plan", "plan the sandbox");
+	}
+	if (r == 0 && p->net_none)
+		r = net_build_loopback_msg(p) < 0 ? nsbox_err(err, ENOMEM, "plan", "build netlink message") : 0;
+	if (r < 0) {
+		plan_free(p);
+		return r;
+	}
+	*out = p;
+	return 0;
+}

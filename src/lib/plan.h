@@ -1,0 +1,112 @@
+/* The immutable plan: everything the child needs, computed in the parent.
+ * After clone the child only reads this structure and makes system calls:
+ * no allocation, no stdio, no library that might take a lock. */
+#ifndef NSBOX_PLAN_H
+#define NSBOX_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf.h"
+#include "nsbox.h"
+
+/* The steps the child reports on failure; their names are in plan.c. */
+enum step {
+	STEP_SYNC = 1, STEP_SETUP_IDS, STEP_MOUNT_PRIVATE, STEP_ROOT, STEP_MOUNT_OP,
+	STEP_PIVOT_ROOT, STEP_HOSTNAME, STEP_LOOPBACK, STEP_FORK, STEP_STDIO, STEP_SETSID,
+	STEP_CAPS, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_NO_NEW_PRIVS, STEP_CHDIR,
+	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP__MAX
+};
+
+/* One mount operation, relative to the new root (bubblewrap's setup ops). */
+enum mount_kind {
+	OP_BIND,       /* src_fd onto target */
+	OP_FS,         /* mount fstype (source "fstype") with data onto target */
+	OP_RDONLY,     /* make the mount at target read-only (recursively) */
+	OP_MKDIR,      /* create target directory (mode) */
+	OP_SYMLINK,    /* create target as a symlink to `data` */
+	OP_MASK_FILE,  /* bind /dev/null over target when it exists */
+	OP_MASK_DIR,   /* mount an empty read-only tmpfs over target when it exists */
+};
+
+#define OPF_RDONLY    (1u << 0)
+#define OPF_RECURSIVE (1u << 1)
+#define OPF_NOSUID    (1u << 2)
+#define OPF_NODEV     (1u << 3)
+#define OPF_NOEXEC    (1u << 4)
+#define OPF_OPTIONAL  (1u << 5)   /* a missing target is not an error */
+#define OPF_MKPOINT   (1u << 6)   /* create a missing target (dir, or file if OPF_FILE) */
+#define OPF_FILE      (1u << 7)
+
+typedef struct mount_op {
+	enum mount_kind kind;
+	unsigned flags;
+	int src_fd;            /* OP_BIND: what the parent checked; owned by the plan */
+	char *src_path;        /* OP_BIND: its canonical path, reopened in the child */
+	const char *target;    /* relative to the new root, no leading '/' */
+	const char *fstype;    /* OP_FS */
+	const char *data;      /* OP_FS options, OP_SYMLINK target */
+	unsigned mode;         /* OP_MKDIR */
+	char *desc;            /* for error messages, e.g. "bind '/home/u/data' on '/data'" */
+} mount_op;
+
+typedef struct nsbox_plan {
+	/* identity */
+	bool rootless;
+	bool root_range;           /* host root mapping an unprivileged range */
+	bool use_newidmap;         /* rootless, with newuidmap/newgidmap */
+	char *uid_map, *gid_map;   /* contents for /proc/PID/{u,g}id_map */
+	char **newuidmap_argv, **newgidmap_argv;   /* without the pid (filled at spawn) */
+	uid_t setup_uid, uid;
+	gid_t setup_gid, gid;
+	bool may_setgroups;
+	int cap_last;
+
+	/* filesystem */
+	int rootfs_fd;             /* O_PATH directory */
+	char *rootfs_path;
+	mount_op *ops;
+	size_t n_ops;
+	int devnull_fd;            /* O_PATH, for masks */
+	int *child_fds;            /* scratch for the child: n_ops + 2 slots */
+
+	/* process */
+	char *hostname;
+	char **argv;
+	char **envp;
+	const char *path_env;      /* PATH value inside, for the command lookup */
+	char *workdir;
+	uint64_t clone_flags;
+	bool net_none;             /* bring up loopback */
+	unsigned char nl_msg[256]; /* RTM_NEWLINK setting lo up, built with libmnl */
+	size_t nl_len;
+
+	/* what the result record reports */
+	uint64_t timeout_ms;
+	uint64_t output_cap;
+	char *namespaces_json;
+	char *network;
+	nsbox_config *cfg;          /* a copy, for the result record */
+} nsbox_plan;
+
+/* Build the plan from a validated configuration. */
+int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err);
+void plan_free(nsbox_plan *p);
+const char *plan_step_name(enum step s);
+
+/* Child-side helpers, implemented in their own files. */
+/* Reopen the bind sources in the child's mount namespace (an fd from the
+ * parent's namespace cannot be bound there) and check each is the object the
+ * parent checked. Runs with the caller's credentials. */
+int mounts_open_sources(const nsbox_plan *p, int *failed_op); /* mounts.c */
+/* Build the new root and everything mounted in it; returns an fd of it. */
+int mounts_build_root(const nsbox_plan *p, int *failed_op);
+int mounts_apply(const nsbox_plan *p, int root_fd, int *failed_op);
+int mounts_pivot(int root_fd);
+int caps_drop_bounding(int cap_last);                      /* caps.c */
+int caps_clear(void);
+int net_loopback_up(const nsbox_plan *p);                  /* net.c */
+int net_build_loopback_msg(nsbox_plan *p);                 /* net.c (parent) */
+
+#endif

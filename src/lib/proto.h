@@ -1,0 +1,39 @@
+/* Messages between the supervisor and the sandbox over a SOCK_SEQPACKET
+ * socketpair: one fixed-size record each, so no framing is needed. */
+#ifndef NSBOX_PROTO_H
+#define NSBOX_PROTO_H
+
+#include <stdint.h>
+
+#include "plan.h"
+
+enum msg_type {
+	MSG_GO = 1,     /* supervisor -> child: id maps are written */
+	MSG_ERROR,      /* child -> supervisor: step, index, errno */
+	MSG_EXIT,       /* init -> supervisor: the payload's wait status */
+};
+
+typedef struct msg {
+	uint32_t type;
+	int32_t step;
+	int32_t index;   /* mount op index, or -1 */
+	int32_t err;     /* positive errno */
+	int32_t status;  /* MSG_EXIT: the payload's wait status */
+} msg;
+
+typedef struct child_args {
+	const nsbox_plan *plan;
+	int sync_fd;
+	int stdio[3];
+} child_args;
+
+/* child.c: runs in the cloned child, never returns. */
+__attribute__((noreturn)) void child_main(const child_args *a);
+/* init.c: pid 1's loop after setup, never returns. */
+__attribute__((noreturn)) void init_run(const child_args *a);
+/* child.c: report a failed step to the supervisor. */
+void child_report(int sync_fd, enum step step, int index, int err);
+/* child.c: the payload side of the fork; never returns. */
+__attribute__((noreturn)) void payload_exec(const child_args *a);
+
+#endif

@@ -1,0 +1,128 @@
+/* Rendering the result record as one line of JSON (PRODUCT.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "error.h"
+#include "json.h"
+#include "sandbox.h"
+
+static void bool_field(buf *b, const char *name, bool v)
+{
+	buf_printf(b, ",\"%s\":%s", name, v ? "true" : "false");
+}
+
+static void streams(buf *b, const nsbox_result *r)
+{
+	static const char *names[] = { "stdout", "stderr" };
+	bool invalid[2] = { false, false };
+	for (int i = 0; i < 2; i++) {
+		buf_printf(b, ",\"%s\":", names[i]);
+		if (r->captured)
+			invalid[i] = json_string(b, r->out[i] ? r->out[i] : "", r->out[i] ? r->out_len[i] : 0);
+		else
+			buf_puts(b, "null");
+	}
+	for (int i = 0; i < 2; i++) {
+		if (r->captured)
+			buf_printf(b, ",\"%s_bytes\":%llu", names[i], (unsigned long long) r->out_bytes[i]);
+		else
+			buf_printf(b, ",\"%s_bytes\":null", names[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "%s_truncated", names[i]);
+		bool_field(b, k, r->out_truncated[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "%s_invalid_utf8", names[i]);
+		bool_field(b, k, invalid[i]);
+	}
+}
+
+static void resources(buf *b, const nsbox_result *r)
+{
+	if (!r->have_rusage) {
+		buf_puts(b, ",\"resources\":{\"peak_memory_bytes\":null,\"cpu_user_ms\":null,"
+		            "\"cpu_system_ms\":null,\"pids_peak\":null}");
+		return;
+	}
+	const struct rusage *u = &r->rusage;
+	/* Without a cgroup, ru_maxrss is the largest resident set of any one
+	 * process of the sandbox (in KiB), not their sum. */
+	buf_printf(b, ",\"resources\":{\"peak_memory_bytes\":%llu,\"cpu_user_ms\":%.3f,"
+	              "\"cpu_system_ms\":%.3f,\"pids_peak\":null}",
+	           (unsigned long long) u->ru_maxrss * 1024ull,
+	           (double) u->ru_utime.tv_sec * 1e3 + (double) u->ru_utime.tv_usec / 1e3,
+	           (double) u->ru_stime.tv_sec * 1e3 + (double) u->ru_stime.tv_usec / 1e3);
+}
+
+static void limits(buf *b, const nsbox_config *c)
+{
+	if (!c) {
+		buf_puts(b, ",\"limits\":null");
+		return;
+	}
+	buf_printf(b, ",\"limits\":{\"memory_bytes\":%llu,\"cpus\":%g,\"pids\":%llu,\"timeout_ms\":%llu,"
+	              "\"tmpfs_bytes\":%llu,\"output_bytes\":%llu,\"enforced_by\":\"none\"}",
+	           (unsigned long long) c->memory, c->cpus, (unsigned long long) c->pids,
+	           (unsigned long long) c->timeout_ms, (unsigned long long) c->tmpfs,
+	           (unsigned long long) c->output);
+}
+
+static void isolation(buf *b, const nsbox_result *r)
+{
+	buf_printf(b, ",\"isolation\":{\"rootless\":%s,\"namespaces\":%s,\"seccomp\":null,\"network\":",
+	           r->rootless ? "true" : "false", r->namespaces_json ? r->namespaces_json : "[]");
+	json_cstr(b, r->network);
+	if (r->cfg)
+		buf_printf(b, ",\"user\":\"%u:%u\"", (unsigned) r->cfg->uid, (unsigned) r->cfg->gid);
+	buf_puts(b, "}");
+}
+
+int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
+{
+	if (!r || !out)
+		return nsbox_err(err, EINVAL, "result", "render result: missing argument");
+	buf b = { 0 };
+	buf_printf(&b, "{\"version\":1,\"id\":\"%s\",\"command\":[", r->id);
+	for (size_t i = 0; r->cfg && i < r->cfg->command.n; i++) {
+		if (i)
+			buf_puts(&b, ",");
+		json_cstr(&b, r->cfg->command.v[i]);
+	}
+	buf_printf(&b, "],\"status\":\"%s\"", nsbox_status_name(r->status));
+	if (r->status == NSBOX_STATUS_EXITED)
+		buf_printf(&b, ",\"exit_code\":%d", r->exit_code);
+	else
+		buf_puts(&b, ",\"exit_code\":null");
+	if (r->signal)
+		buf_printf(&b, ",\"signal\":%d", r->signal);
+	else
+		buf_puts(&b, ",\"signal\":null");
+	bool_field(&b, "timed_out", r->timed_out);
+	bool_field(&b, "oom_killed", r->status == NSBOX_STATUS_OOM_KILLED);
+	bool_field(&b, "pids_limit_hit", false);
+	buf_printf(&b, ",\"duration_ms\":%.3f", r->duration_ms);
+	buf_printf(&b, ",\"exit_status\":%d", nsbox_result_exit_status(r));
+	streams(&b, r);
+	resources(&b, r);
+	limits(&b, r->cfg);
+	isolation(&b, r);
+	buf_puts(&b, ",\"changes\":[]");
+	if (r->error) {
+		buf_puts(&b, ",\"error\":{\"step\":");
+		json_cstr(&b, r->error->step);
+		buf_puts(&b, ",\"message\":");
+		json_cstr(&b, r->error->message);
+		buf_printf(&b, ",\"errno\":%d}", r->error->errnum);
+	} else {
+		buf_puts(&b, ",\"error\":null");
+	}
+	buf_puts(&b, "}\n");
+	*out = buf_steal(&b);
+	return *out ? 0 : nsbox_err(err, ENOMEM, "result", "render result");
+}

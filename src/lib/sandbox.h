@@ -1,0 +1,63 @@
+/* The running sandbox (supervisor side) and the result it produces. */
+#ifndef NSBOX_SANDBOX_H
+#define NSBOX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "capture.h"
+#include "nsbox.h"
+#include "plan.h"
+#include "proto.h"
+
+struct nsbox_sandbox {
+	nsbox_plan *plan;
+	pid_t pid;            /* init, in our pid namespace */
+	int pidfd;
+	int sync_fd;
+	int out_fd[2];        /* read ends of the capture pipes, or -1 */
+	int signal_fd;        /* the caller's, not owned */
+	bool capture;
+	capture streams[2];
+	struct timespec start;
+	bool reaped;
+	/* what happened */
+	double duration_ms;
+	bool timed_out;
+	bool killed;          /* SIGKILLed by the supervisor after a forwarded signal */
+	bool have_exit;
+	int payload_status;   /* wait status reported by init */
+	int init_status;      /* si_code/si_status of init */
+	msg error;            /* first MSG_ERROR, type 0 if none */
+	struct rusage rusage;
+};
+
+struct nsbox_result {
+	nsbox_status status;
+	int exit_code;        /* -1 unless exited */
+	int signal;
+	bool timed_out;
+	double duration_ms;
+	bool captured;
+	char *out[2];
+	size_t out_len[2];
+	uint64_t out_bytes[2];
+	bool out_truncated[2];
+	nsbox_error *error;
+	bool exec_failed;
+	int exec_errno;
+	bool have_rusage;
+	struct rusage rusage;
+	char id[33];
+	nsbox_config *cfg;    /* owned copy */
+	bool rootless;
+	char *namespaces_json;
+	char *network;
+};
+
+/* result.c: turn what the supervisor saw into a result. */
+int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);
+
+#endif

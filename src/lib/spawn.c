@@ -1,0 +1,166 @@
+/* Creating the sandbox: plan, clone into new namespaces, write the id maps,
+ * release the child. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "error.h"
+#include "idmap.h"
+#include "sandbox.h"
+#include "syscalls.h"
+
+static const char userns_hint[] =
+	"unprivileged user namespaces may be disabled: check the sysctls kernel.unprivileged_userns_clone "
+	"and user.max_user_namespaces, and AppArmor's kernel.apparmor_restrict_unprivileged_userns";
+
+/* clone3 with CLONE_PIDFD, falling back to clone(2) on kernels without it.
+ * exit_signal 0 keeps our child out of the embedding program's SIGCHLD and
+ * waitpid(-1) handling; we wait on the pidfd with __WALL. */
+static pid_t clone_sandbox(uint64_t flags, int *pidfd)
+{
+	if (!getenv("NSBOX_TEST_NO_CLONE3")) {
+		struct clone_args ca = {
+			.flags = flags | CLONE_PIDFD,
+			.pidfd = (uint64_t) (uintptr_t) pidfd,
+			.exit_signal = 0,
+		};
+		long r = sys_clone3(&ca);
+		if (r >= 0 || errno != ENOSYS)
+			return (pid_t) r;
+	}
+	return (pid_t) syscall(SYS_clone, (unsigned long) flags | CLONE_PIDFD, NULL, pidfd, NULL, 0);
+}
+
+static int open_streams(nsbox_sandbox *sb, const nsbox_spawn_options *o, int child_stdio[3],
+                        int close_after[4], nsbox_error **err)
+{
+	if (o->stdin_fd >= 0) {
+		child_stdio[0] = o->stdin_fd;
+	} else {
+		close_after[0] = child_stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (child_stdio[0] < 0)
+			return nsbox_err(err, errno, "spawn", "open '/dev/null'");
+	}
+	for (int i = 0; i < 2; i++) {
+		int fallback = i + 1, given = i ? o->stderr_fd : o->stdout_fd;
+		if (!sb->capture) {
+			child_stdio[i + 1] = given >= 0 ? given : fallback;
+			continue;
+		}
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return nsbox_err(err, errno, "spawn", "create output pipe");
+		sb->out_fd[i] = p[0];
+		close_after[i + 1] = child_stdio[i + 1] = p[1];
+		capture_init(&sb->streams[i], sb->plan->output_cap);
+	}
+	return 0;
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			(void) close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
+int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error **err)
+{
+	if (!o || !out || !o->config || o->version != NSBOX_SPAWN_OPTIONS_VERSION ||
+	    (o->flags & ~NSBOX_SPAWN_CAPTURE))
+		return nsbox_err(err, EINVAL, "spawn", "start sandbox: invalid options");
+	nsbox_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return nsbox_err(err, ENOMEM, "spawn", "start sandbox");
+	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = -1;
+	sb->signal_fd = o->signal_fd;
+	sb->capture = o->flags & NSBOX_SPAWN_CAPTURE;
+	clock_gettime(CLOCK_MONOTONIC, &sb->start);
+
+	int child_stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 };
+	int sv[2] = { -1, -1 };
+	int r = plan_build(o->config, &sb->plan, err);
+	r = r ?: open_streams(sb, o, child_stdio, close_after, err);
+	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		r = nsbox_err(err, errno, "spawn", "create socketpair");
+	if (r < 0)
+		goto fail;
+	close_after[3] = sv[1];
+
+	child_args args = { .plan = sb->plan, .sync_fd = sv[1],
+	                    .stdio = { child_stdio[0], child_stdio[1], child_stdio[2] } };
+	pid_t pid = clone_sandbox(sb->plan->clone_flags, &sb->pidfd);
+	if (pid < 0) {
+		int e = errno;
+		r = (e == EPERM || e == ENOSPC || e == EUSERS)
+			? nsbox_err_hint(err, e, "namespaces", userns_hint, "create namespaces")
+			: nsbox_err(err, e, "namespaces", "create namespaces");
+		goto fail;
+	}
+	if (pid == 0) {
+		(void) close(sv[0]);
+		child_main(&args);
+	}
+	sb->pid = pid;
+	sb->sync_fd = TAKE_FD(sv[0]);
+	close_fds(close_after, ARRAY_SIZE(close_after));
+
+	r = idmap_write(sb->plan, pid, err);
+	if (r < 0) {
+		(void) nsbox_err_prefix(err, r, "set up user namespace");
+		goto fail;
+	}
+	msg go = { .type = MSG_GO };
+	if (send(sb->sync_fd, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go)) {
+		r = nsbox_err(err, errno, "spawn", "release the sandbox");
+		goto fail;
+	}
+	*out = sb;
+	return 0;
+fail:
+	close_fds(close_after, ARRAY_SIZE(close_after));
+	close_fds(sv, 2);
+	nsbox_sandbox_free(sb);
+	return r;
+}
+
+int nsbox_sandbox_pidfd(const nsbox_sandbox *sb) { return sb ? sb->pidfd : -EINVAL; }
+
+int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig)
+{
+	if (!sb || sig <= 0 || sig >= NSIG)
+		return -EINVAL;
+	if (sb->reaped)
+		return -ESRCH;
+	/* SIGKILL goes to pid 1, which takes the whole pid namespace with it;
+	 * other signals go to pid 1's handler, which forwards them. */
+	return sys_pidfd_send_signal(sb->pidfd, sig) < 0 ? -errno : 0;
+}
+
+void nsbox_sandbox_free(nsbox_sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (sb->pidfd >= 0 && !sb->reaped) {
+		siginfo_t si;
+		(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
+		while (waitid(P_PIDFD, (id_t) sb->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+			;
+	}
+	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1] };
+	close_fds(fds, ARRAY_SIZE(fds));
+	for (int i = 0; i < 2; i++)
+		capture_free(&sb->streams[i]);
+	plan_free(sb->plan);
+	free(sb);
+}

@@ -1,0 +1,20 @@
+/* NULL-terminated, growable arrays of owned strings. */
+#ifndef NSBOX_STRV_H
+#define NSBOX_STRV_H
+
+#include <stddef.h>
+
+typedef struct strv {
+	char **v;   /* NULL-terminated; NULL when empty */
+	size_t n;
+	size_t cap;
+} strv;
+
+int strv_push(strv *s, const char *value);          /* copies value */
+int strv_push_take(strv *s, char *value);           /* takes ownership */
+void strv_clear(strv *s);
+int strv_copy(strv *dst, const strv *src);
+/* Index of the "NAME=..." entry for NAME, or -1. */
+long strv_find_env(const strv *s, const char *name, size_t name_len);
+
+#endif

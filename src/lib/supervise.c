@@ -1,0 +1,194 @@
+/* The supervisor's event loop: one epoll set over the sandbox's pidfd, the
+ * timeout timerfd, the caller's signalfd, the output pipes and the socket to
+ * pid 1. It ends when pid 1 is reaped, which (pid 1 being the namespace's
+ * init) means every process of the sandbox is gone. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "error.h"
+#include "sandbox.h"
+#include "syscalls.h"
+
+#define GRACE_MS 5000
+
+enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE };
+
+static int arm_timer(int *fd, uint64_t ms)
+{
+	if (*fd < 0)
+		*fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (*fd < 0)
+		return -errno;
+	struct itimerspec its = { .it_value = { (time_t) (ms / 1000), (long) (ms % 1000) * 1000000L } };
+	return timerfd_settime(*fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+static int watch(int ep, int fd, uint64_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+/* Read what is available from an output pipe; close it at EOF. */
+static void pump(nsbox_sandbox *sb, int i, int ep)
+{
+	char chunk[65536];
+	for (;;) {
+		ssize_t n = read(sb->out_fd[i], chunk, sizeof(chunk));
+		if (n > 0) {
+			(void) capture_feed(&sb->streams[i], chunk, (size_t) n);
+			if ((size_t) n < sizeof(chunk) && ep >= 0)
+				return;   /* drained for now; epoll will say when there is more */
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN && ep >= 0)
+			return;
+		/* EOF, an error, or (draining at the end) nothing left. */
+		if (ep >= 0)
+			(void) epoll_ctl(ep, EPOLL_CTL_DEL, sb->out_fd[i], NULL);
+		(void) close(sb->out_fd[i]);
+		sb->out_fd[i] = -1;
+		return;
+	}
+}
+
+static void read_messages(nsbox_sandbox *sb, int flags)
+{
+	msg m;
+	ssize_t n;
+	while ((n = recv(sb->sync_fd, &m, sizeof(m), flags)) == (ssize_t) sizeof(m)) {
+		if (m.type == MSG_ERROR && sb->error.type == 0)
+			sb->error = m;
+		else if (m.type == MSG_EXIT) {
+			sb->have_exit = true;
+			sb->payload_status = m.status;
+		}
+		flags |= MSG_DONTWAIT;
+	}
+}
+
+static void reap(nsbox_sandbox *sb)
+{
+	siginfo_t si = { 0 };
+	/* The raw waitid also returns the resource usage of pid 1 and of every
+	 * process it reaped, i.e. the whole sandbox. */
+	while (syscall(SYS_waitid, P_PIDFD, sb->pidfd, &si, WEXITED | __WALL, &sb->rusage) < 0 &&
+	       errno == EINTR)
+		;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	sb->duration_ms = (double) (now.tv_sec - sb->start.tv_sec) * 1e3 +
+	                  (double) (now.tv_nsec - sb->start.tv_nsec) / 1e6;
+	sb->init_status = si.si_code == CLD_EXITED ? si.si_status : -si.si_status;
+	sb->reaped = true;
+}
+
+static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
+{
+	struct signalfd_siginfo ssi;
+	while (read(sb->signal_fd, &ssi, sizeof(ssi)) == (ssize_t) sizeof(ssi)) {
+		if (*grace_fd >= 0) {
+			/* A second signal: stop waiting. */
+			sb->killed = true;
+			(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
+			continue;
+		}
+		(void) sys_pidfd_send_signal(sb->pidfd, (int) ssi.ssi_signo);
+		if (arm_timer(grace_fd, GRACE_MS) == 0)
+			(void) watch(ep, *grace_fd, EV_GRACE);
+	}
+}
+
+static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
+{
+	_cleanup_close_ int timeout_fd = -1, grace_fd = -1;
+	if (sb->plan->timeout_ms) {
+		int r = arm_timer(&timeout_fd, sb->plan->timeout_ms);
+		if (r < 0 || (r = watch(ep, timeout_fd, EV_TIMEOUT)) < 0)
+			return nsbox_err(err, -r, "supervise", "arm the timeout");
+	}
+	if (sb->signal_fd >= 0 && watch(ep, sb->signal_fd, EV_SIGNAL) < 0)
+		return nsbox_err(err, errno, "supervise", "watch the signal fd");
+	while (!sb->reaped) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(ep, evs, 8, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return nsbox_err(err, errno, "supervise", "wait for events");
+		for (int i = 0; i < n; i++) {
+			uint64_t tick;
+			switch (evs[i].data.u64) {
+			case EV_PIDFD:
+				reap(sb);
+				break;
+			case EV_SYNC:
+				read_messages(sb, MSG_DONTWAIT);
+				if (evs[i].events & (EPOLLHUP | EPOLLERR))
+					(void) epoll_ctl(ep, EPOLL_CTL_DEL, sb->sync_fd, NULL);
+				break;
+			case EV_OUT:
+			case EV_ERR:
+				pump(sb, (int) evs[i].data.u64 - EV_OUT, ep);
+				break;
+			case EV_TIMEOUT:
+				(void) read(timeout_fd, &tick, sizeof(tick));
+				sb->timed_out = true;
+				(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
+				break;
+			case EV_GRACE:
+				(void) read(grace_fd, &tick, sizeof(tick));
+				sb->killed = true;
+				(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
+				break;
+			case EV_SIGNAL:
+				on_signal(sb, &grace_fd, ep);
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
+{
+	if (!sb || !out)
+		return nsbox_err(err, EINVAL, "supervise", "wait for sandbox: missing argument");
+	if (sb->reaped)
+		return nsbox_err(err, EALREADY, "supervise", "wait for sandbox: already waited for");
+	_cleanup_close_ int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return nsbox_err(err, errno, "supervise", "create epoll instance");
+	int r = watch(ep, sb->pidfd, EV_PIDFD);
+	r = r ?: watch(ep, sb->sync_fd, EV_SYNC);
+	for (int i = 0; r == 0 && i < 2; i++)
+		if (sb->out_fd[i] >= 0) {
+			(void) fcntl(sb->out_fd[i], F_SETFL, O_NONBLOCK);
+			r = watch(ep, sb->out_fd[i], EV_OUT + (uint64_t) i);
+		}
+	if (r < 0)
+		return nsbox_err(err, -r, "supervise", "watch the sandbox");
+	r = loop(sb, ep, err);
+	if (r < 0)
+		return r;
+	/* Everything in the namespace is dead: collect what is left. */
+	read_messages(sb, MSG_DONTWAIT);
+	for (int i = 0; i < 2; i++)
+		if (sb->out_fd[i] >= 0)
+			pump(sb, i, -1);
+	return result_from_sandbox(sb, out, err);
+}

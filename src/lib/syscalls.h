@@ -1,0 +1,63 @@
+/* Thin wrappers for system calls that glibc 2.36 does not wrap (or wraps only
+ * recently). Each is a plain syscall: safe to use in the child after clone. */
+#ifndef NSBOX_SYSCALLS_H
+#define NSBOX_SYSCALLS_H
+
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static inline long sys_clone3(struct clone_args *args)
+{
+	return syscall(__NR_clone3, args, sizeof(*args));
+}
+
+static inline int sys_openat2(int dirfd, const char *path, struct open_how *how)
+{
+	return (int) syscall(__NR_openat2, dirfd, path, how, sizeof(*how));
+}
+
+static inline int sys_open_tree(int dirfd, const char *path, unsigned flags)
+{
+	return (int) syscall(__NR_open_tree, dirfd, path, flags);
+}
+
+static inline int sys_move_mount(int from_dirfd, const char *from, int to_dirfd, const char *to,
+                                 unsigned flags)
+{
+	return (int) syscall(__NR_move_mount, from_dirfd, from, to_dirfd, to, flags);
+}
+
+static inline int sys_mount_setattr(int dirfd, const char *path, unsigned flags,
+                                    struct mount_attr *attr)
+{
+	return (int) syscall(__NR_mount_setattr, dirfd, path, flags, attr, sizeof(*attr));
+}
+
+static inline int sys_pidfd_send_signal(int pidfd, int sig)
+{
+	return (int) syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+static inline int sys_pivot_root(const char *new_root, const char *put_old)
+{
+	return (int) syscall(__NR_pivot_root, new_root, put_old);
+}
+
+static inline int sys_close_range(unsigned first, unsigned last, unsigned flags)
+{
+	return (int) syscall(__NR_close_range, first, last, flags);
+}
+
+#endif
