@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -18,6 +19,18 @@ void child_report(int sync_fd, enum step step, int index, int err)
 {
 	msg m = { .type = MSG_ERROR, .step = step, .index = index, .err = err };
 	(void) send(sync_fd, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+void child_arm_parent_death(const child_args *a)
+{
+	/* Every credential change clears the parent-death signal: set it
+	 * again, then make sure the supervisor did not die in between (our
+	 * parent is outside the pid namespace, so getppid() cannot tell; the
+	 * socket can). */
+	struct pollfd pfd = { .fd = a->sync_fd, .events = POLLIN };
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+	    (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR))))
+		_exit(125);
 }
 
 __attribute__((noreturn)) static void fail(const child_args *a, enum step step, int index, int err)
@@ -51,8 +64,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	int idx, r;
 
 	/* If the supervisor dies, so does pid 1, and with it the namespace. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		_exit(125);
+	child_arm_parent_death(a);
 	wait_go(a);
 	setup_stdio(a);
 
@@ -69,6 +81,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	if (setresgid(p->setup_gid, p->setup_gid, p->setup_gid) < 0 ||
 	    setresuid(p->setup_uid, p->setup_uid, p->setup_uid) < 0)
 		fail(a, STEP_SETUP_IDS, -1, errno);
+	child_arm_parent_death(a);
 
 	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
 		fail(a, STEP_HOSTNAME, -1, errno);

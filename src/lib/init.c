@@ -3,6 +3,7 @@
  * payload's wait status. When it exits the kernel kills whatever is left in
  * the pid namespace, so daemons cannot outlive the payload. */
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -56,11 +57,19 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 		payload_exec(a);
 	payload_pid = pid;
 
-	/* pid 1 needs no privilege from here on. */
-	(void) caps_drop_bounding(a->plan->cap_last);
-	(void) caps_clear();
-	(void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	/* pid 1 needs no privilege from here on. It takes the payload's ids,
+	 * so it may still signal the payload's processes without CAP_KILL;
+	 * being non-dumpable, it cannot be ptraced by them. */
+	const nsbox_plan *p = a->plan;
 	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (caps_drop_bounding(p->cap_last) < 0 || (p->may_setgroups && setgroups(0, NULL) < 0) ||
+	    setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0 ||
+	    caps_clear() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		child_report(a->sync_fd, STEP_CAPS, -1, errno);
+		(void) kill(pid, SIGKILL);
+		_exit(125);
+	}
+	child_arm_parent_death(a);
 	(void) sigprocmask(SIG_SETMASK, &none, NULL);
 
 	for (;;) {

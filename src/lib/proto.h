@@ -33,6 +33,8 @@ __attribute__((noreturn)) void child_main(const child_args *a);
 __attribute__((noreturn)) void init_run(const child_args *a);
 /* child.c: report a failed step to the supervisor. */
 void child_report(int sync_fd, enum step step, int index, int err);
+/* child.c: (re)arm SIGKILL on the supervisor's death; exits if it is gone. */
+void child_arm_parent_death(const child_args *a);
 /* child.c: the payload side of the fork; never returns. */
 __attribute__((noreturn)) void payload_exec(const child_args *a);
 

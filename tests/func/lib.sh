@@ -1,0 +1,128 @@
+# Shared setup for the functional tests: a throwaway busybox root filesystem
+# with the static probe, a staged copy of nsbox that an unprivileged user can
+# run, helpers to run as each identity, and a pass/fail tally.
+# Exit codes follow automake: 0 pass, 1 fail, 77 skip (with the reason printed).
+set -u
+
+: "${top_builddir:?run through 'make check'}"
+: "${top_srcdir:?run through 'make check'}"
+
+PASSED=0
+FAILED=0
+
+skip() { echo "SKIP: $*"; exit 77; }
+pass() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "not ok - $*"; }
+
+# check DESCRIPTION COMMAND...: pass when the command succeeds.
+check() {
+	local what=$1
+	shift
+	if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+# expect_eq DESCRIPTION EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected '$2', got '$3'"; fi
+}
+
+finish() {
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+}
+
+T=$(mktemp -d /tmp/nsbox-test.XXXXXX) || exit 99
+chmod 755 "$T"
+cleanup() {
+	# Everything a test started is stopped by now; remove only our tree.
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+BUSYBOX=${BUSYBOX:-$(command -v busybox || true)}
+[ -n "$BUSYBOX" ] || skip "busybox (static) is not installed: apt-get install busybox-static"
+file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
+	ldd "$BUSYBOX" 2>&1 | grep -q 'not a dynamic executable' ||
+	skip "$BUSYBOX is not statically linked: apt-get install busybox-static"
+PROBE=$top_builddir/tests/helpers/probe
+[ -x "$PROBE" ] || skip "the probe was not built ($PROBE)"
+
+# make_rootfs DIR: bin/ with busybox applets and the probe, the mount points
+# nsbox needs, and a passwd with the sandbox user.
+make_rootfs() {
+	local r=$1
+	mkdir -p "$r"/bin "$r"/proc "$r"/dev "$r"/tmp "$r"/sys "$r"/etc "$r"/home/sandbox "$r"/mnt
+	cp "$BUSYBOX" "$r/bin/busybox"
+	cp "$PROBE" "$r/bin/probe"
+	for a in sh echo cat ls id hostname ps sleep true false env pwd test kill wc head tr seq yes dd; do
+		ln -sf busybox "$r/bin/$a"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000::/home/sandbox:/bin/sh\n' >"$r/etc/passwd"
+	printf 'not a program\n' >"$r/bin/notexec"
+	chmod 644 "$r/bin/notexec"
+	chmod -R a+rX "$r"
+}
+ROOTFS=$T/rootfs
+make_rootfs "$ROOTFS"
+
+# Stage the binary and library where every user can read them (the build
+# tree may be in a private home directory).
+mkdir -p "$T/bin"
+cp "$top_builddir/src/cli/.libs/nsbox" "$T/bin/nsbox"
+cp -P "$top_builddir"/src/lib/.libs/libnsbox.so* "$T/bin/"
+chmod -R a+rX "$T/bin"
+export LD_LIBRARY_PATH=$T/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+NSBOX=$T/bin/nsbox
+
+# The identities to test: root, and (as root) an unprivileged user without
+# subordinate ids (one-id map) and, when CI created it, one with them.
+if [ "$(id -u)" -eq 0 ]; then
+	USERS="root nobody"
+	id nsbox-test >/dev/null 2>&1 && USERS="$USERS nsbox-test"
+	command -v setpriv >/dev/null || skip "setpriv is missing (util-linux)"
+else
+	USERS=self
+fi
+
+# as USER CMD...: run CMD as USER with a private HOME. It is a script that
+# execs, so `as USER nsbox ... &` leaves $! as nsbox's own pid.
+cat >"$T/bin/as" <<'AS'
+#!/bin/sh
+who=$1
+shift
+case $who in
+root | self) exec "$@" ;;
+nobody) exec env HOME="$NSBOX_T/home-nobody" setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@" ;;
+*) exec env HOME="$NSBOX_T/home-$who" setpriv --reuid="$(id -u "$who")" --regid="$(id -g "$who")" --init-groups -- "$@" ;;
+esac
+AS
+chmod 755 "$T/bin/as"
+export NSBOX_T=$T
+for who in $USERS; do
+	case $who in
+	root | self) ;;
+	nobody) mkdir -p "$T/home-nobody" && chown 65534:65534 "$T/home-nobody" ;;
+	*) mkdir -p "$T/home-$who" && chown "$(id -u "$who"):$(id -g "$who")" "$T/home-$who" ;;
+	esac
+done
+AS=$T/bin/as
+as() { "$AS" "$@"; }
+# home_of USER: a directory USER can write to.
+home_of() { case $1 in root | self) echo "$T" ;; *) echo "$T/home-$1" ;; esac; }
+
+# kv KEY: the value of KEY=... in the probe output on stdin.
+kv() { sed -n "s/^$1=//p" | head -n 1; }
+
+# json EXPR FILE: evaluate a Python expression over the record `r`.
+json() {
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[2])); v=eval(sys.argv[1]); print(json.dumps(v) if not isinstance(v,str) else v)' "$1" "$2"
+}
+
+# marker_procs MARKER: host processes whose command line contains MARKER.
+marker_procs() {
+	# The bracket keeps the pattern from matching this grep's own arguments.
+	local pat="${1%?}[${1#"${1%?}"}]"
+	grep -la -- "$pat" /proc/[0-9]*/cmdline 2>/dev/null | wc -l
+}
+
+command -v python3 >/dev/null || skip "python3 is needed to read JSON records"
