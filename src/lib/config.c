@@ -16,7 +16,7 @@ const char *nsbox_version(void) { return PACKAGE_VERSION; }
 int nsbox_config_new(nsbox_config **out, nsbox_error **err)
 {
 	if (!out)
-		return nsbox_err(err, EINVAL, "config", "create configuration: no output pointer");
+		return nsbox_err_invalid(err, "config", "create configuration: no output pointer");
 	nsbox_config *c = calloc(1, sizeof(*c));
 	if (!c)
 		return nsbox_err(err, ENOMEM, "config", "create configuration");
@@ -210,14 +210,12 @@ static bool under(const char *path, const char *dir)
 static int check_target(const char *t, const char *origin, nsbox_error **err)
 {
 	if (!valid_abs_path(t) || strcmp(t, "/") == 0)
-		return nsbox_err(err, EINVAL, "config",
-		                 "%s: mount target '%s' must be an absolute path below '/' without '.' or '..'",
+		return nsbox_err_invalid(err, "config", "%s: mount target '%s' must be an absolute path below '/' without '.' or '..'",
 		                 origin, t);
 	static const char *managed[] = { "/proc", "/dev", "/sys" };
 	for (size_t i = 0; i < ARRAY_SIZE(managed); i++)
 		if (under(t, managed[i]))
-			return nsbox_err(err, EINVAL, "config",
-			                 "%s: mount target '%s' is inside '%s', which nsbox sets up itself",
+			return nsbox_err_invalid(err, "config", "%s: mount target '%s' is inside '%s', which nsbox sets up itself",
 			                 origin, t, managed[i]);
 	return 0;
 }
@@ -256,7 +254,7 @@ int config_add_mount(nsbox_config *cfg, const char *source, const char *target, 
 {
 	origin = origin ? origin : "filesystem.mounts";
 	if (!source || !*source)
-		return nsbox_err(err, EINVAL, "config", "%s: empty mount source", origin);
+		return nsbox_err_invalid(err, "config", "%s: empty mount source", origin);
 	int r = check_target(target, origin, err);
 	if (r < 0)
 		return r;
@@ -301,8 +299,7 @@ static int add_volume(nsbox_config *cfg, const char *v, const char *origin, nsbo
 		c = strrchr(s, ':');
 	}
 	if (!c || c == s || !c[1])
-		return nsbox_err(err, EINVAL, "config",
-		                 "%s: '%s' is not SRC:DST[:ro|rw]", origin, v);
+		return nsbox_err_invalid(err, "config", "%s: '%s' is not SRC:DST[:ro|rw]", origin, v);
 	*c = '\0';
 	return config_add_mount(cfg, s, c + 1, ro, NULL, origin, err);
 }
@@ -311,8 +308,7 @@ static int set_env(nsbox_config *cfg, const char *v, const char *origin, nsbox_e
 {
 	const char *eq = strchr(v, '=');
 	if (!eq || !valid_env_name(v, (size_t) (eq - v)))
-		return nsbox_err(err, EINVAL, "config",
-		                 "%s: '%s' is not NAME=VALUE with NAME made of letters, digits and '_'",
+		return nsbox_err_invalid(err, "config", "%s: '%s' is not NAME=VALUE with NAME made of letters, digits and '_'",
 		                 origin, v);
 	char *dup = strdup(v);
 	if (!dup)
@@ -337,8 +333,7 @@ static int set_user(nsbox_config *cfg, const char *v, const char *origin, nsbox_
 		*colon = '\0';
 	if (parse_uint(s, 0, 65535, &uid) < 0 ||
 	    parse_uint(colon ? colon + 1 : s, 0, 65535, &gid) < 0)
-		return nsbox_err(err, EINVAL, "config",
-		                 "%s: '%s' is not UID[:GID] with numeric ids from 0 to 65535", origin, v);
+		return nsbox_err_invalid(err, "config", "%s: '%s' is not UID[:GID] with numeric ids from 0 to 65535", origin, v);
 	cfg->uid = (uid_t) uid;
 	cfg->gid = (gid_t) gid;
 	return 0;
@@ -491,11 +486,11 @@ int nsbox_config_set(nsbox_config *cfg, const char *key, const char *value, cons
                      nsbox_error **err)
 {
 	if (!cfg || !key || !value)
-		return nsbox_err(err, EINVAL, "config", "set option: missing argument");
+		return nsbox_err_invalid(err, "config", "set option: missing argument");
 	const struct key_def *k = find_key(key);
 	origin = origin ? origin : key;
 	if (!k)
-		return nsbox_err(err, EINVAL, "config", "%s: unknown setting '%s'", origin, key);
+		return nsbox_err_invalid(err, "config", "%s: unknown setting '%s'", origin, key);
 	nsbox_error *inner = NULL;
 	int r = apply(cfg, k, value, origin, &inner);
 	if (r == -ENOMEM) {
@@ -512,7 +507,7 @@ int nsbox_config_set(nsbox_config *cfg, const char *key, const char *value, cons
 		return r;
 	}
 	if (r < 0)
-		return nsbox_err(err, EINVAL, "config", "%s: invalid value '%s' (expected %s)", origin,
+		return nsbox_err_invalid(err, "config", "%s: invalid value '%s' (expected %s)", origin,
 		                 value, k->what);
 	return 0;
 }
@@ -521,7 +516,7 @@ int nsbox_config_set_command(nsbox_config *cfg, int argc, const char *const *arg
                              nsbox_error **err)
 {
 	if (!cfg || argc < 1 || !argv || !argv[0] || !argv[0][0])
-		return nsbox_err(err, EINVAL, "config", "set command: no command given");
+		return nsbox_err_invalid(err, "config", "set command: no command given");
 	strv_clear(&cfg->command);
 	for (int i = 0; i < argc; i++)
 		if (!argv[i] || strv_push(&cfg->command, argv[i]) < 0) {

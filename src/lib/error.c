@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,9 @@
 static int set_error(nsbox_error **err, int errnum, const char *step, const char *hint,
                      const char *fmt, va_list ap)
 {
+	bool quiet = errnum < 0;   /* user input: no kernel words */
+	if (quiet)
+		errnum = -errnum;
 	int ret = errnum ? -errnum : -EINVAL;
 	if (!err)
 		return ret;
@@ -22,10 +26,11 @@ static int set_error(nsbox_error **err, int errnum, const char *step, const char
 	}
 	e->errnum = errnum;
 	e->step = strdup(step ? step : "");
-	if (msg && (errnum || hint)) {
+	if (msg && ((errnum && !quiet) || hint)) {
 		char *full = NULL;
-		if (asprintf(&full, "%s%s%s%s%s%s", msg, errnum ? ": " : "",
-		             errnum ? strerror(errnum) : "", hint ? " (hint: " : "",
+		bool words = errnum && !quiet;
+		if (asprintf(&full, "%s%s%s%s%s%s", msg, words ? ": " : "",
+		             words ? strerror(errnum) : "", hint ? " (hint: " : "",
 		             hint ? hint : "", hint ? ")" : "") >= 0) {
 			free(msg);
 			msg = full;
@@ -42,6 +47,15 @@ int nsbox_err(nsbox_error **err, int errnum, const char *step, const char *fmt, 
 	va_list ap;
 	va_start(ap, fmt);
 	int ret = set_error(err, errnum, step, NULL, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int nsbox_err_invalid(nsbox_error **err, const char *step, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int ret = set_error(err, -EINVAL, step, NULL, fmt, ap);
 	va_end(ap);
 	return ret;
 }

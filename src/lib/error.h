@@ -21,6 +21,11 @@ int nsbox_err(nsbox_error **err, int errnum, const char *step, const char *fmt, 
 int nsbox_err_hint(nsbox_error **err, int errnum, const char *step, const char *hint,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* An error in the user's input (EINVAL) whose message says everything: no
+ * kernel words are appended. */
+int nsbox_err_invalid(nsbox_error **err, const char *step, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Prepend "context: " to an existing error. Returns -errnum of that error. */
 int nsbox_err_prefix(nsbox_error **err, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -350,6 +350,13 @@ static int plan_rootfs(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err
 		                      "build it with 'nsbox image build', import one with 'nsbox image import NAME SOURCE', or pass --rootfs DIR",
 		                      "open image '%s' at '%s'", cfg->image, path);
 	}
+	/* With root's id range, nothing in the sandbox owns the image: it must
+	 * be searchable by others, or every mount in it fails later. */
+	struct stat st;
+	if (geteuid() == 0 && fstat(p->rootfs_fd, &st) == 0 && !(st.st_mode & S_IXOTH))
+		return nsbox_err_hint(err, EACCES, "rootfs", "chmod 755 it",
+		                      "use root filesystem '%s': it is not searchable by the sandbox's users (mode %04o)",
+		                      path, (unsigned) (st.st_mode & 07777));
 	p->rootfs_path = TAKE_PTR(path);
 	return 0;
 }
@@ -373,7 +380,7 @@ static int plan_unsupported(const nsbox_config *cfg, nsbox_error **err)
 int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 {
 	if (!cfg->command.n)
-		return nsbox_err(err, EINVAL, "config", "plan the sandbox: no command given");
+		return nsbox_err_invalid(err, "config", "plan the sandbox: no command given");
 	int r = plan_unsupported(cfg, err);
 	if (r < 0)
 		return r;

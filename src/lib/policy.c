@@ -30,7 +30,7 @@ static int perr(loader *l, const yaml_node_t *n, nsbox_error **err, const char *
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return nsbox_err(err, EINVAL, "policy", "%s:%zu:%zu: %s", l->path,
+	return nsbox_err_invalid(err, "policy", "%s:%zu:%zu: %s", l->path,
 	                 n->start_mark.line + 1, n->start_mark.column + 1, msg);
 }
 
@@ -196,7 +196,7 @@ static int load_mapping(loader *l, const char *prefix, yaml_node_t *m, nsbox_err
 int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **err)
 {
 	if (!cfg || !path)
-		return nsbox_err(err, EINVAL, "policy", "load policy: missing argument");
+		return nsbox_err_invalid(err, "policy", "load policy: missing argument");
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return nsbox_err(err, errno, "policy", "open policy '%s'", path);
@@ -209,7 +209,7 @@ int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **
 	yaml_parser_set_input_file(&parser, f);
 	int r = 0;
 	if (!yaml_parser_load(&parser, &doc)) {
-		r = nsbox_err(err, EINVAL, "policy", "%s:%zu:%zu: %s%s%s", path,
+		r = nsbox_err_invalid(err, "policy", "%s:%zu:%zu: %s%s%s", path,
 		              parser.problem_mark.line + 1, parser.problem_mark.column + 1,
 		              parser.problem ? parser.problem : "invalid YAML",
 		              parser.context ? " " : "", parser.context ? parser.context : "");

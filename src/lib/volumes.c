@@ -63,16 +63,21 @@ int volume_open(const nsbox_config *cfg, const char *source, const char *home, c
 	if (!realpath(expanded, real))
 		return nsbox_err(err, errno, "volume", "resolve volume source '%s'", source);
 
-	for (size_t i = 0; i < cfg->forbidden.n; i++) {
-		_cleanup_free_ char *rule = canonical_rule(cfg->forbidden.v[i], home);
+	/* Two passes so the message names the most direct rule: first the
+	 * rules the source is (or is inside), then those it contains. */
+	for (size_t i = 0; i < 2 * cfg->forbidden.n; i++) {
+		bool first_pass = i < cfg->forbidden.n;
+		const char *entry = cfg->forbidden.v[i % cfg->forbidden.n];
+		_cleanup_free_ char *rule = canonical_rule(entry, home);
 		if (!rule)
 			continue;   /* "~/..." without a HOME cannot match anything */
-		if (path_forbidden_by(real, rule)) {
+		if (first_pass ? (path_forbidden_by(real, rule) && !below(rule, real)) || !strcmp(real, rule)
+		               : path_forbidden_by(real, rule)) {
 			const char *how = strcmp(real, rule) == 0 ? "is" :
 			                  below(real, rule) ? "is inside" : "contains";
 			return nsbox_err(err, EACCES, "volume",
 			                 "refuse volume source '%s': it %s the forbidden path '%s' (policy filesystem.forbidden)",
-			                 real, how, cfg->forbidden.v[i]);
+			                 real, how, entry);
 		}
 	}
 	if (cfg->allowed_roots.n) {
