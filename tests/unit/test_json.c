@@ -1,0 +1,61 @@
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+static char *enc(const char *s, size_t n, bool *replaced)
+{
+	buf b = { 0 };
+	*replaced = json_string(&b, s, n);
+	return buf_steal(&b);
+}
+
+static const struct { const char *in; size_t len; const char *out; bool replaced; } cases[] = {
+	{ "plain", 5, "\"plain\"", false },
+	{ "q\"b\\", 4, "\"q\\\"b\\\\\"", false },
+	{ "a\nb\tc\r", 6, "\"a\\nb\\tc\\r\"", false },
+	{ "\x01\x1f\x7f", 3, "\"\\u0001\\u001f\\u007f\"", false },
+	{ "nul\0x", 5, "\"nul\\u0000x\"", false },
+	{ "caf\xc3\xa9", 5, "\"caf\xc3\xa9\"", false },
+	{ "\xf0\x9f\x98\x80", 4, "\"\xf0\x9f\x98\x80\"", false },
+	{ "bad\xff", 4, "\"bad\xef\xbf\xbd\"", true },
+	{ "\xc0\xaf", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\"", true },           /* overlong '/' */
+	{ "\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"", true },   /* surrogate */
+	{ "\xc3", 1, "\"\xef\xbf\xbd\"", true },                           /* truncated */
+	{ "\xf4\x90\x80\x80", 4, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"", true },
+};
+
+START_TEST(test_encoding)
+{
+	bool replaced;
+	char *out = enc(cases[_i].in, cases[_i].len, &replaced);
+	ck_assert_str_eq(out, cases[_i].out);
+	ck_assert(replaced == cases[_i].replaced);
+	free(out);
+}
+END_TEST
+
+START_TEST(test_null)
+{
+	buf b = { 0 };
+	json_cstr(&b, NULL);
+	char *s = buf_steal(&b);
+	ck_assert_str_eq(s, "null");
+	free(s);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("json");
+	TCase *tc = tcase_create("json");
+	tcase_add_loop_test(tc, test_encoding, 0, sizeof(cases) / sizeof(cases[0]));
+	tcase_add_test(tc, test_null);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
