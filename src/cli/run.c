@@ -147,13 +147,15 @@ int cmd_run(int argc, char **argv)
 	/* The id maps are written: from here the supervisor need not be
 	 * ptrace-able or dumpable by anyone. */
 	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (nsbox_sandbox_wait(sb, &res, &e) < 0) {
+	int waited = nsbox_sandbox_wait(sb, &res, &e);
+	nsbox_sandbox_free(sb);
+	/* The sandbox is gone: be an ordinary process again (sanitizers and
+	 * debuggers need it). */
+	(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (waited < 0) {
 		rc = fail_before_start(&a, cfg, e);
-		nsbox_sandbox_free(sb);
 		goto restore;
 	}
-	nsbox_sandbox_free(sb);
-	(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	if (!a.json)
 		print_captured(res);
 	const nsbox_error *why = nsbox_result_error(res);

@@ -79,7 +79,9 @@ typedef struct nsbox_plan {
 	char *workdir;
 	uint64_t clone_flags;
 	bool net_none;             /* bring up loopback */
-	unsigned char nl_msg[256]; /* RTM_NEWLINK setting lo up, built with libmnl */
+	/* RTM_NEWLINK setting lo up, built with libmnl (netlink headers need
+	 * 4-byte alignment) */
+	unsigned char nl_msg[256] __attribute__((aligned(8)));
 	size_t nl_len;
 
 	/* what the result record reports */
