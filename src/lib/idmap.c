@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "idmap.h"
+#include "syscalls.h"
 
 int subid_lookup(const char *file, const char *name, unsigned long id, subid_range *out)
 {
@@ -150,24 +153,45 @@ static int write_file(pid_t pid, const char *name, const char *data, nsbox_error
 	return 0;
 }
 
+/* Run newuidmap/newgidmap and wait for it. An embedding program may ignore
+ * or handle SIGCHLD; so we clone a child with no exit signal (it cannot be
+ * reaped behind our back, and nobody hears of it) and wait on its pidfd. An
+ * exec would reset its exit signal to SIGCHLD, so that child does not exec:
+ * it runs the helper as its own child and exits with its status. */
 static int run_helper(char **argv, pid_t pid, nsbox_error **err)
 {
 	snprintf(argv[1], 24, "%d", (int) pid);
-	pid_t h = fork();
+	int pidfd = -1;
+	struct clone_args ca = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
+	pid_t h = (pid_t) sys_clone3(&ca);
 	if (h < 0)
-		return nsbox_err(err, errno, "idmap", "fork for '%s'", argv[0]);
+		return nsbox_err(err, errno, "idmap", "start '%s'", argv[0]);
 	if (h == 0) {
-		int null = open("/dev/null", O_RDWR);
-		if (null >= 0)
-			(void) dup2(null, 1);
-		execv(argv[0], argv);
-		_exit(127);
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		(void) sigaction(SIGCHLD, &dfl, NULL);
+		struct clone_args fork_args = { .exit_signal = SIGCHLD };
+		pid_t g = (pid_t) sys_clone3(&fork_args);
+		if (g == 0) {
+			int null = open("/dev/null", O_RDWR);
+			if (null >= 0)
+				(void) dup2(null, 1);
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		int st = 0;
+		while (g > 0 && waitpid(g, &st, 0) < 0 && errno == EINTR)
+			;
+		_exit(g > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 127);
 	}
-	int st;
-	while (waitpid(h, &st, 0) < 0)
-		if (errno != EINTR)
-			return nsbox_err(err, errno, "idmap", "wait for '%s'", argv[0]);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	siginfo_t si = { 0 };
+	int r;
+	while ((r = waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL)) < 0 && errno == EINTR)
+		;
+	int e = errno;
+	close(pidfd);
+	if (r < 0)
+		return nsbox_err(err, e, "idmap", "wait for '%s'", argv[0]);
+	if (si.si_code != CLD_EXITED || si.si_status != 0)
 		return nsbox_err_hint(err, EPERM, "idmap",
 		                      "check /etc/subuid and /etc/subgid, or set NSBOX_SINGLE_IDMAP=1",
 		                      "run '%s' for pid %d: it failed", argv[0], (int) pid);

@@ -35,6 +35,11 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 	/* pid 1 ignores every signal it has no handler for, so forwarding
 	 * needs real handlers; block them until the payload's pid is known. */
 	(void) sigprocmask(SIG_SETMASK, &all, NULL);
+	/* An embedding program may ignore SIGCHLD (Python, many servers), and
+	 * that disposition is inherited: with it, children are reaped by the
+	 * kernel and waitpid() could never report the payload. */
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	(void) sigaction(SIGCHLD, &dfl, NULL);
 	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
 	sigfillset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)

@@ -1,0 +1,109 @@
+/* embed: use libnsbox as an embedding program would, through the public
+ * header only. Usage: embed ROOTFS; prints what it checked, exits non-zero
+ * on the first mismatch. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nsbox.h"
+
+static int failures;
+
+#define EXPECT(cond, ...)                                   \
+	do {                                                \
+		if (cond) {                                 \
+			printf("ok - " __VA_ARGS__);        \
+		} else {                                    \
+			printf("not ok - " __VA_ARGS__);    \
+			failures++;                         \
+		}                                           \
+		printf("\n");                               \
+	} while (0)
+
+static nsbox_result *run(const char *rootfs, int argc, const char **argv, const char *timeout)
+{
+	nsbox_config *cfg = NULL;
+	nsbox_error *e = NULL;
+	nsbox_sandbox *sb = NULL;
+	nsbox_result *r = NULL;
+	if (nsbox_config_new(&cfg, &e) < 0 || nsbox_config_set(cfg, "rootfs", rootfs, NULL, &e) < 0 ||
+	    nsbox_config_set(cfg, "limits.output", "64", NULL, &e) < 0 ||
+	    (timeout && nsbox_config_set(cfg, "limits.timeout", timeout, NULL, &e) < 0) ||
+	    nsbox_config_set_command(cfg, argc, argv, &e) < 0) {
+		printf("not ok - configure: %s\n", nsbox_error_message(e));
+		exit(1);
+	}
+	nsbox_spawn_options o = { .version = NSBOX_SPAWN_OPTIONS_VERSION, .flags = NSBOX_SPAWN_CAPTURE,
+	                          .config = cfg, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,
+	                          .signal_fd = -1 };
+	if (nsbox_spawn(&o, &sb, &e) < 0 || nsbox_sandbox_wait(sb, &r, &e) < 0) {
+		printf("not ok - run: %s\n", nsbox_error_message(e));
+		exit(1);
+	}
+	/* The configuration may be freed while the sandbox lives: it was copied. */
+	nsbox_config_free(cfg);
+	nsbox_sandbox_free(sb);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: embed ROOTFS\n");
+		return 2;
+	}
+	/* An embedding program's own SIGCHLD handling must not see the sandbox. */
+	signal(SIGCHLD, SIG_IGN);
+
+	const char *a1[] = { "sh", "-c", "echo out; echo err >&2; exit 3" };
+	nsbox_result *r = run(argv[1], 3, a1, NULL);
+	EXPECT(nsbox_result_status(r) == NSBOX_STATUS_EXITED, "status exited (%s)", nsbox_status_name(nsbox_result_status(r)));
+	EXPECT(nsbox_result_exit_code(r) == 3, "exit code 3 (%d)", nsbox_result_exit_code(r));
+	size_t len = 0;
+	const char *out = nsbox_result_output(r, 1, &len);
+	EXPECT(out && len == 4 && !memcmp(out, "out\n", 4), "stdout captured");
+	out = nsbox_result_output(r, 2, &len);
+	EXPECT(out && len == 4 && !memcmp(out, "err\n", 4), "stderr captured");
+	char *json = NULL;
+	EXPECT(nsbox_result_to_json(r, &json, NULL) == 0 && strstr(json, "\"exit_code\":3"), "JSON record");
+	free(json);
+	nsbox_result_free(r);
+
+	const char *a2[] = { "probe", "spew", "1000" };
+	r = run(argv[1], 3, a2, NULL);
+	EXPECT(nsbox_result_output_bytes(r, 1) == 1000, "all bytes counted");
+	EXPECT(nsbox_result_output_truncated(r, 1), "truncated at the cap");
+	nsbox_result_free(r);
+
+	const char *a3[] = { "sleep", "30" };
+	r = run(argv[1], 2, a3, "200ms");
+	EXPECT(nsbox_result_status(r) == NSBOX_STATUS_TIMED_OUT, "timeout");
+	EXPECT(nsbox_result_exit_status(r) == 124, "timeout exit status 124");
+	nsbox_result_free(r);
+
+	const char *a4[] = { "no-such-program" };
+	r = run(argv[1], 1, a4, NULL);
+	EXPECT(nsbox_result_exit_status(r) == 127, "not found is 127");
+	const nsbox_error *why = nsbox_result_error(r);
+	EXPECT(why && !strcmp(nsbox_error_step(why), "exec") && nsbox_error_errno(why) == ENOENT,
+	       "exec error carries step and errno");
+	nsbox_result_free(r);
+
+	/* Arguments are checked, not asserted. */
+	nsbox_sandbox *sb = NULL;
+	nsbox_error *e = NULL;
+	EXPECT(nsbox_spawn(NULL, &sb, &e) == -EINVAL && e, "spawn rejects NULL options");
+	nsbox_error_free(e);
+	nsbox_spawn_options bad = { .version = 99 };
+	EXPECT(nsbox_spawn(&bad, &sb, NULL) == -EINVAL, "spawn rejects an unknown options version");
+	EXPECT(nsbox_config_set(NULL, "x", "y", NULL, NULL) == -EINVAL, "config_set rejects NULL");
+
+	/* No child of ours is left to reap. */
+	EXPECT(waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD, "no child left behind");
+	printf("%d failed\n", failures);
+	return failures ? 1 : 0;
+}
