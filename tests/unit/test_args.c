@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "unit.h"
 
 static int parse(run_args *a, char *errbuf, char **env, ...)
 {
@@ -82,15 +83,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("args");
 	TCase *tc = tcase_create("args");
 	tcase_add_test(tc, test_options_to_settings);
 	tcase_add_test(tc, test_double_dash_and_policy);
 	tcase_add_test(tc, test_errors);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run("args", tc);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "unit.h"
 
 static char *text(capture *c, size_t *len, bool *trunc)
 {
@@ -134,7 +135,6 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("capture");
 	TCase *tc = tcase_create("capture");
 	tcase_add_test(tc, test_under_cap_is_exact);
 	tcase_add_test(tc, test_exactly_cap_is_not_truncated);
@@ -143,10 +143,5 @@ int main(void)
 	tcase_add_test(tc, test_cuts_on_utf8_boundaries);
 	tcase_add_test(tc, test_unlimited);
 	tcase_add_test(tc, test_memory_is_bounded);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run("capture", tc);
 }

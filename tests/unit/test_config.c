@@ -7,6 +7,7 @@
 
 #include "conf.h"
 #include "error.h"
+#include "unit.h"
 
 static nsbox_config *fresh(void)
 {
@@ -195,7 +196,6 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("config");
 	TCase *tc = tcase_create("config");
 	tcase_add_test(tc, test_defaults);
 	tcase_add_loop_test(tc, test_set, 0, sizeof(sets) / sizeof(sets[0]));
@@ -204,10 +204,5 @@ int main(void)
 	tcase_add_test(tc, test_policy_lists_replace);
 	tcase_add_test(tc, test_standard_policy_is_the_defaults);
 	tcase_add_test(tc, test_command);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run("config", tc);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "idmap.h"
+#include "unit.h"
 
 START_TEST(test_keep_id_middle)
 {
@@ -53,15 +54,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("idmap");
 	TCase *tc = tcase_create("idmap");
 	tcase_add_test(tc, test_keep_id_middle);
 	tcase_add_test(tc, test_keep_id_edges);
 	tcase_add_test(tc, test_subid_lookup);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run("idmap", tc);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "unit.h"
 
 static char *enc(const char *s, size_t n, bool *replaced)
 {
@@ -48,14 +49,8 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("json");
 	TCase *tc = tcase_create("json");
 	tcase_add_loop_test(tc, test_encoding, 0, sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, test_null);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run("json", tc);
 }

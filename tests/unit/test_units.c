@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "units.h"
+#include "unit.h"
 
 static const struct { const char *in; int ret; uint64_t out; } sizes[] = {
 	{ "512m", 0, 512ull << 20 }, { "1g", 0, 1ull << 30 }, { "100k", 0, 100ull << 10 },
@@ -90,16 +91,10 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("units");
-	TCase *tc = tcase_create("parse");
+	TCase *tc = tcase_create("units");
 	tcase_add_loop_test(tc, test_sizes, 0, sizeof(sizes) / sizeof(sizes[0]));
 	tcase_add_loop_test(tc, test_durations, 0, sizeof(durations) / sizeof(durations[0]));
 	tcase_add_test(tc, test_cpus_and_uints);
 	tcase_add_test(tc, test_format_round_trip);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run("units", tc);
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "volumes.h"
+#include "unit.h"
 
 static const struct { const char *src, *rule; bool forbidden; } rules[] = {
 	{ "/home/u/.ssh", "/home/u/.ssh", true },
@@ -44,14 +45,8 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("volumes");
 	TCase *tc = tcase_create("volumes");
 	tcase_add_loop_test(tc, test_rules, 0, sizeof(rules) / sizeof(rules[0]));
 	tcase_add_test(tc, test_expand_home);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run("volumes", tc);
 }
