@@ -3,6 +3,7 @@
  * a threaded program, whose locks a forked child must never take), reports a
  * failed step as {step, errno} and exits. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -58,6 +59,45 @@ static void setup_stdio(const child_args *a)
 			fail(a, STEP_STDIO, i, errno);
 }
 
+/* pid 1 is a copy of the caller, so its command line (visible to the
+ * payload in /proc/1/cmdline) would show host paths and arguments. Find the
+ * argument area through /proc/self/stat (fields 48 and 49) and overwrite it;
+ * it is our private copy of the caller's memory. */
+static void hide_cmdline(void)
+{
+	static const char title[] = "nsbox-init";
+	char stat[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	stat[n] = '\0';
+	char *p = strrchr(stat, ')');
+	unsigned long start = 0, end = 0;
+	/* After ')' comes field 3; walk to fields 48 and 49. */
+	for (int field = 2; p && *p && field < 49;) {
+		p = strchr(p, ' ');
+		if (!p)
+			return;
+		p++;
+		field++;
+		if (field == 48 || field == 49) {
+			unsigned long v = 0;
+			while (*p >= '0' && *p <= '9')
+				v = v * 10 + (unsigned long) (*p++ - '0');
+			*(field == 48 ? &start : &end) = v;
+		}
+	}
+	if (!start || end <= start + sizeof(title))
+		return;
+	memset((void *) start, 0, end - start);
+	memcpy((void *) start, title, sizeof(title));
+	(void) prctl(PR_SET_NAME, title, 0, 0, 0);
+}
+
 __attribute__((noreturn)) void child_main(const child_args *a)
 {
 	const nsbox_plan *p = a->plan;
@@ -66,6 +106,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	/* If the supervisor dies, so does pid 1, and with it the namespace. */
 	child_arm_parent_death(a);
 	wait_go(a);
+	hide_cmdline();
 	setup_stdio(a);
 
 	/* Sources are reopened with the caller's credentials (host root can
