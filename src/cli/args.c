@@ -29,6 +29,11 @@ const char run_usage[] =
 	"  -u, --user UID[:GID]    identity inside (1000:1000)\n"
 	"      --hostname NAME     hostname inside (nsbox)\n"
 	"      --seccomp PROFILE   seccomp profile (not enforced in this version)\n"
+	"      --ulimit NAME=VALUE nofile=N or fsize=SIZE (1024, 1g)\n"
+	"      --require-cgroup    refuse to run when limits cannot be enforced by a cgroup\n"
+	"      --cgroup-parent DIR a delegated cgroup v2 directory to create run cgroups in\n"
+	"      --stats-interval DURATION  sample memory, CPU and processes while running\n"
+	"      --stats-file FILE   where the samples go, as JSON lines (default: stderr)\n"
 	"      --json              capture output and print the result record as JSON\n"
 	"      --result-file FILE  also write the result record to FILE\n"
 	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
@@ -40,7 +45,8 @@ const char run_usage[] =
 enum {
 	OPT_IMAGE = 256, OPT_ROOTFS, OPT_POLICY, OPT_CPUS, OPT_PIDS, OPT_TIMEOUT, OPT_TMPFS,
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
-	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE,
+	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
+	OPT_STATS_INTERVAL, OPT_STATS_FILE,
 };
 
 static const struct option long_opts[] = {
@@ -66,6 +72,11 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "result-file", required_argument, NULL, OPT_RESULT_FILE },
 	{ "interactive", no_argument, NULL, 'i' },
+	{ "ulimit", required_argument, NULL, OPT_ULIMIT },
+	{ "require-cgroup", no_argument, NULL, OPT_REQUIRE_CGROUP },
+	{ "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
+	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
+	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -81,6 +92,7 @@ static const struct { int opt; const char *name, *key; } option_keys[] = {
 	{ 'e', "--env", "environment.set" }, { OPT_ENV_PASS, "--env-pass", "environment.pass" },
 	{ 'u', "--user", "security.user" }, { OPT_HOSTNAME, "--hostname", "hostname" },
 	{ OPT_SECCOMP, "--seccomp", "security.seccomp" },
+	{ OPT_CGROUP_PARENT, "--cgroup-parent", "limits.cgroup_parent" },
 };
 
 /* NSBOX_* variables, between the policy and the options in precedence. */
@@ -91,7 +103,8 @@ static const struct { const char *var, *key; } env_keys[] = {
 	{ "NSBOX_TMPFS_SIZE", "limits.tmpfs" }, { "NSBOX_MAX_OUTPUT", "limits.output" },
 	{ "NSBOX_NETWORK", "network.mode" }, { "NSBOX_USER", "security.user" },
 	{ "NSBOX_HOSTNAME", "hostname" }, { "NSBOX_SECCOMP", "security.seccomp" },
-	{ "NSBOX_WORKDIR", "workdir" },
+	{ "NSBOX_WORKDIR", "workdir" }, { "NSBOX_CGROUP_PARENT", "limits.cgroup_parent" },
+	{ "NSBOX_REQUIRE_CGROUP", "limits.require_cgroup" },
 };
 
 static const char *env_get(char **env, const char *name)
@@ -137,6 +150,24 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 				goto oom;
 			continue;
 		case 'i': a->interactive = true; continue;
+		case OPT_STATS_INTERVAL: a->stats_interval = optarg; continue;
+		case OPT_STATS_FILE: a->stats_file = optarg; continue;
+		case OPT_REQUIRE_CGROUP:
+			if (push(a, "limits.require_cgroup", "true", "--require-cgroup") < 0)
+				goto oom;
+			continue;
+		case OPT_ULIMIT:
+			if (!strncmp(optarg, "nofile=", 7)) {
+				if (push(a, "limits.nofile", optarg + 7, "--ulimit nofile") < 0)
+					goto oom;
+			} else if (!strncmp(optarg, "fsize=", 6)) {
+				if (push(a, "limits.fsize", optarg + 6, "--ulimit fsize") < 0)
+					goto oom;
+			} else {
+				snprintf(errbuf, errlen, "--ulimit: '%s' is not nofile=N or fsize=SIZE", optarg);
+				return -1;
+			}
+			continue;
 		case 'h': a->help = true; return 0;
 		case ':':
 			snprintf(errbuf, errlen, "option '%s' needs a value", argv[optind - 1]);

@@ -19,6 +19,8 @@ typedef struct run_args {
 	bool max_output;          /* --max-output given: capture without --json */
 	bool interactive;
 	const char *result_file;
+	const char *stats_interval;   /* --stats-interval, validated by the caller */
+	const char *stats_file;
 	int argc;                 /* the command */
 	char **argv;
 	bool help;

@@ -8,6 +8,7 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 int cli_main(int argc, char **argv);
 
 /* "nsbox: <message>" on stderr. */

@@ -11,6 +11,7 @@ static const char usage[] =
 	"Usage: nsbox COMMAND [OPTIONS]\n"
 	"\n"
 	"  run [OPTIONS] [--] COMMAND [ARG...]   run a command in a fresh sandbox\n"
+	"  check [--json]                        what isolation and limits work here, with remedies\n"
 	"  policy show [--policy FILE]           print the effective configuration as YAML\n"
 	"  version                               print the version\n"
 	"\n"
@@ -80,6 +81,8 @@ int cli_main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "check"))
+		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "policy"))
 		return cmd_policy(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {

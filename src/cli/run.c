@@ -106,6 +106,30 @@ static void print_captured(const nsbox_result *r)
 	}
 }
 
+/* --stats-interval DURATION [--stats-file FILE]: samples go to FILE or stderr. */
+static int open_stats(const run_args *a, uint64_t *ms, int *fd)
+{
+	if (!a->stats_interval) {
+		if (a->stats_file)
+			print_msg("--stats-file needs --stats-interval");
+		return a->stats_file ? -1 : 0;
+	}
+	if (nsbox_parse_duration_ms(a->stats_interval, ms) < 0 || *ms < 10) {
+		print_msg("--stats-interval: invalid value '%s' (expected a duration of at least 10ms such as 1s or 500ms)",
+		          a->stats_interval);
+		return -1;
+	}
+	*fd = 2;
+	if (a->stats_file) {
+		*fd = open(a->stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (*fd < 0) {
+			print_msg("open stats file '%s': %s", a->stats_file, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	run_args a;
@@ -127,6 +151,12 @@ int cmd_run(int argc, char **argv)
 		rc = fail_before_start(&a, cfg, e);
 		goto out;
 	}
+	uint64_t stats_ms = 0;
+	int stats_fd = -1;
+	if (open_stats(&a, &stats_ms, &stats_fd) < 0) {
+		rc = EXIT_SETUP;
+		goto out;
+	}
 	sigset_t old;
 	int sfd = signals_to_fd(&old);
 	nsbox_spawn_options o = {
@@ -137,6 +167,8 @@ int cmd_run(int argc, char **argv)
 		.stdout_fd = -1,
 		.stderr_fd = -1,
 		.signal_fd = sfd,
+		.stats_interval_ms = stats_ms,
+		.stats_fd = stats_fd,
 	};
 	nsbox_sandbox *sb = NULL;
 	nsbox_result *res = NULL;
@@ -144,6 +176,9 @@ int cmd_run(int argc, char **argv)
 		rc = fail_before_start(&a, cfg, e);
 		goto restore;
 	}
+	const char *warning = nsbox_sandbox_warning(sb);
+	if (warning)
+		print_msg("warning: %s", warning);
 	/* The id maps are written: from here the supervisor need not be
 	 * ptrace-able or dumpable by anyone. */
 	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -168,6 +203,8 @@ int cmd_run(int argc, char **argv)
 restore:
 	if (sfd >= 0)
 		close(sfd);
+	if (stats_fd > 2)
+		close(stats_fd);
 	(void) sigprocmask(SIG_SETMASK, &old, NULL);
 out:
 	nsbox_config_free(cfg);

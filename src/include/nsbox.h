@@ -87,6 +87,12 @@ typedef struct nsbox_spawn_options {
 	 * sandbox is killed if it has not exited 5 seconds later or on a second
 	 * signal. The caller keeps ownership. */
 	int signal_fd;
+	/* With stats_interval_ms > 0, a resource sample is written to stats_fd
+	 * every interval while the sandbox runs, one JSON object per line:
+	 * {"elapsed_ms":..,"memory_bytes":..,"cpu_ms":..,"pids":..}.
+	 * The caller keeps ownership of stats_fd. */
+	uint64_t stats_interval_ms;
+	int stats_fd;
 } nsbox_spawn_options;
 
 /* Create the sandbox and start the command. Problems found before anything is
@@ -97,6 +103,11 @@ typedef struct nsbox_spawn_options {
  * sense that it forks: like fork(), only the calling thread is copied. */
 int nsbox_spawn(const nsbox_spawn_options *opts, nsbox_sandbox **out, nsbox_error **err);
 
+/* A warning about the run the caller should show, e.g. that limits are
+ * enforced with rlimits because no cgroup could be used; NULL if none. */
+const char *nsbox_sandbox_warning(const nsbox_sandbox *sb);
+/* How the resource limits are enforced: "cgroup-v2", "cgroup-v1", "rlimit". */
+const char *nsbox_sandbox_enforced_by(const nsbox_sandbox *sb);
 /* A pidfd for the sandbox's init process (owned by the sandbox). */
 int nsbox_sandbox_pidfd(const nsbox_sandbox *sb);
 /* Send a signal to the payload (SIGKILL kills the whole sandbox). */
@@ -144,6 +155,36 @@ double nsbox_result_duration_ms(const nsbox_result *r);
 
 /* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
+
+/* ---- host check --------------------------------------------------------- */
+
+typedef enum nsbox_check_status {
+	NSBOX_CHECK_OK = 0,
+	NSBOX_CHECK_WARN,     /* works, with less than the best (e.g. rlimits) */
+	NSBOX_CHECK_MISSING,  /* not available here */
+} nsbox_check_status;
+
+typedef struct nsbox_check nsbox_check;
+
+/* Probe this host for what nsbox needs: namespaces, cgroups, overlay in a
+ * user namespace, seccomp, user-mode networking helpers, id mapping, the
+ * default image. Forks short-lived children to try things. */
+int nsbox_check_run(nsbox_check **out, nsbox_error **err);
+size_t nsbox_check_count(const nsbox_check *c);
+/* Item i: its name, status, what was found, and a remedy (NULL when ok). */
+int nsbox_check_item(const nsbox_check *c, size_t i, const char **name, nsbox_check_status *status,
+                     const char **detail, const char **remedy);
+/* Would `nsbox run` with the default configuration work here? */
+bool nsbox_check_default_run_works(const nsbox_check *c);
+/* The report as one JSON object; *out is malloc'ed. */
+int nsbox_check_to_json(const nsbox_check *c, char **out, nsbox_error **err);
+void nsbox_check_free(nsbox_check *c);
+
+/* Parse the value syntax of options and policies: durations ("30", "30s",
+ * "2m", "500ms") into milliseconds and sizes ("512m", "1g") into bytes.
+ * Return 0, or -EINVAL / -ERANGE. */
+int nsbox_parse_duration_ms(const char *s, uint64_t *ms);
+int nsbox_parse_size(const char *s, uint64_t *bytes);
 
 const char *nsbox_version(void);
 

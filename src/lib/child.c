@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -103,6 +104,12 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	const nsbox_plan *p = a->plan;
 	int idx, r;
 
+	/* Into the run's cgroups before anything else (cgroup v1). */
+	for (int i = 0; i < CG_N; i++)
+		if (a->cg_tasks_fd[i] >= 0 && write(a->cg_tasks_fd[i], "0", 1) != 1)
+			fail(a, STEP_CGROUP, -1, errno);
+	if (a->unshare_cgroupns && unshare(CLONE_NEWCGROUP) < 0)
+		fail(a, STEP_CGROUP, -1, errno);
 	/* If the supervisor dies, so does pid 1, and with it the namespace. */
 	child_arm_parent_death(a);
 	wait_go(a);
@@ -219,6 +226,10 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 		fail(a, STEP_NO_NEW_PRIVS, -1, errno);
 	if (chdir(p->workdir) < 0)
 		fail(a, STEP_CHDIR, -1, errno);
+	enum step failed;
+	r = limits_apply(p, &failed);
+	if (r < 0)
+		fail(a, failed, -1, r);
 	/* Everything above 2 closes at exec, including the socket to the
 	 * supervisor, which stays open until then to report an exec failure. */
 	if (sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)

@@ -30,6 +30,10 @@ struct nsbox_config {
 	uint64_t timeout_ms;
 	uint64_t tmpfs;
 	uint64_t output;      /* per-stream cap when capturing; 0: unlimited */
+	uint64_t nofile;      /* RLIMIT_NOFILE */
+	uint64_t fsize;       /* RLIMIT_FSIZE, bytes */
+	bool require_cgroup;  /* refuse the rlimit fallback */
+	char *cgroup_parent;  /* a delegated cgroup v2 directory, or NULL */
 	enum net_mode net;
 	strv allow;
 	bool read_only_root;

@@ -39,6 +39,8 @@ int nsbox_config_new(nsbox_config **out, nsbox_error **err)
 	c->timeout_ms = 60000;
 	c->tmpfs = 100ull << 20;
 	c->output = 10ull << 10;
+	c->nofile = 1024;
+	c->fsize = 1ull << 30;
 	c->net = NET_NONE;
 	c->read_only_root = true;
 	c->uid = 1000;
@@ -77,6 +79,7 @@ void nsbox_config_free(nsbox_config *c)
 	free(c->hostname);
 	free(c->workdir);
 	free(c->seccomp);
+	free(c->cgroup_parent);
 	strv_clear(&c->allow);
 	free_mounts(c);
 	strv_clear(&c->forbidden);
@@ -104,7 +107,7 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 	if (!c)
 		return -ENOMEM;
 	*c = *s;
-	c->image = c->rootfs = c->hostname = c->workdir = c->seccomp = NULL;
+	c->image = c->rootfs = c->hostname = c->workdir = c->seccomp = c->cgroup_parent = NULL;
 	c->allow = c->forbidden = c->allowed_roots = c->deny_changes = (strv){ 0 };
 	c->env_set = c->env_pass = c->command = (strv){ 0 };
 	c->mounts = NULL;
@@ -115,6 +118,7 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 	r = r ?: dup_str(&c->hostname, s->hostname);
 	r = r ?: dup_str(&c->workdir, s->workdir);
 	r = r ?: dup_str(&c->seccomp, s->seccomp);
+	r = r ?: dup_str(&c->cgroup_parent, s->cgroup_parent);
 	r = r ?: strv_copy(&c->allow, &s->allow);
 	r = r ?: strv_copy(&c->forbidden, &s->forbidden);
 	r = r ?: strv_copy(&c->allowed_roots, &s->allowed_roots);
@@ -345,6 +349,7 @@ enum key_id {
 	K_IMAGE, K_ROOTFS, K_HOSTNAME, K_WORKDIR, K_MEMORY, K_CPUS, K_PIDS, K_TIMEOUT,
 	K_TMPFS, K_OUTPUT, K_NET_MODE, K_NET_ALLOW, K_RO_ROOT, K_SYSFS, K_MOUNTS,
 	K_FORBIDDEN, K_ALLOWED_ROOTS, K_DENY_CHANGES, K_ENV_SET, K_ENV_PASS, K_USER, K_SECCOMP,
+	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_CGROUP_PARENT,
 };
 
 static const struct key_def {
@@ -363,6 +368,10 @@ static const struct key_def {
 	{ "limits.timeout", K_TIMEOUT, false, "a duration such as 30, 30s, 2m or 500ms (0: none)" },
 	{ "limits.tmpfs", K_TMPFS, false, "a size of at least 4k such as 100m" },
 	{ "limits.output", K_OUTPUT, false, "a size such as 10k (0: unlimited)" },
+	{ "limits.nofile", K_NOFILE, false, "a number of open files from 16 to 1048576" },
+	{ "limits.fsize", K_FSIZE, false, "a file size such as 1g (0: unlimited)" },
+	{ "limits.require_cgroup", K_REQUIRE_CGROUP, false, "true or false" },
+	{ "limits.cgroup_parent", K_CGROUP_PARENT, false, "an absolute cgroup v2 directory" },
 	{ "network.mode", K_NET_MODE, false, "one of none, user, host" },
 	{ "network.allow", K_NET_ALLOW, true, "HOST[:PORT] or *.SUFFIX[:PORT]" },
 	{ "filesystem.read_only_root", K_RO_ROOT, false, "true or false" },
@@ -448,6 +457,16 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 		if (!strcmp(v, "unlimited"))
 			v = "0";
 		return parse_size(v, &c->output) < 0 ? -EINVAL : 0;
+	case K_NOFILE:
+		return parse_uint(v, 16, 1048576, &c->nofile) < 0 ? -EINVAL : 0;
+	case K_FSIZE:
+		if (!strcmp(v, "unlimited"))
+			v = "0";
+		return parse_size(v, &c->fsize) < 0 ? -EINVAL : 0;
+	case K_REQUIRE_CGROUP:
+		return parse_bool(v, &c->require_cgroup) < 0 ? -EINVAL : 0;
+	case K_CGROUP_PARENT:
+		return valid_abs_path(v) ? dup_str(&c->cgroup_parent, v) : -EINVAL;
 	case K_NET_MODE:
 		if (!strcmp(v, "none"))
 			c->net = NET_NONE;

@@ -40,6 +40,9 @@ static const char *const step_names[STEP__MAX] = {
 	[STEP_CLOSE_FDS] = "close inherited file descriptors",
 	[STEP_EXEC] = "execute the command",
 	[STEP_SIGNALS] = "set up signal handling",
+	[STEP_RLIMITS] = "set resource limits",
+	[STEP_AFFINITY] = "pin to the allowed CPUs",
+	[STEP_CGROUP] = "join the run's cgroup",
 };
 
 const char *plan_step_name(enum step s)
@@ -83,6 +86,8 @@ void plan_free(nsbox_plan *p)
 	free_strv(p->envp);
 	free(p->workdir);
 	free(p->namespaces_json);
+	free(p->warning);
+	cgroup_host_free(&p->cg_host);
 	free(p->network);
 	nsbox_config_free(p->cfg);
 	free(p);
@@ -392,6 +397,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	r = config_copy(&p->cfg, cfg) < 0 ? nsbox_err(err, ENOMEM, "plan", "copy configuration") : 0;
 	r = r ?: plan_rootfs(p, cfg, err);
 	r = r ?: idmap_plan(p, cfg, err);
+	r = r ?: limits_plan(p, cfg, err);
 	r = r ?: plan_mounts(p, cfg, home, err);
 	r = r ?: plan_env(p, cfg, err);
 	if (r == 0) {

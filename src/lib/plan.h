@@ -8,6 +8,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <sched.h>
+
+#include "cgroup.h"
 #include "conf.h"
 #include "nsbox.h"
 
@@ -16,7 +19,7 @@ enum step {
 	STEP_SYNC = 1, STEP_SETUP_IDS, STEP_MOUNT_PRIVATE, STEP_ROOT, STEP_MOUNT_OP,
 	STEP_PIVOT_ROOT, STEP_HOSTNAME, STEP_LOOPBACK, STEP_FORK, STEP_STDIO, STEP_SETSID,
 	STEP_CAPS, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_NO_NEW_PRIVS, STEP_CHDIR,
-	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP__MAX
+	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP__MAX
 };
 
 /* One mount operation, relative to the new root (bubblewrap's setup ops). */
@@ -84,6 +87,17 @@ typedef struct nsbox_plan {
 	unsigned char nl_msg[256] __attribute__((aligned(8)));
 	size_t nl_len;
 
+	/* limits (limits.c) */
+	cg_host cg_host;            /* where the run's cgroups go, or why not */
+	cg_limits limits;
+	const char *enforced_by;    /* "cgroup-v2", "cgroup-v1" or "rlimit" */
+	char *warning;              /* for the caller to show, or NULL */
+	struct { int resource; uint64_t value; } rlimits[8];
+	size_t n_rlimits;
+	bool pin_cpus;              /* rlimit mode: pin the payload to cpu_mask */
+	cpu_set_t cpu_mask;
+	int cpu_count;
+
 	/* what the result record reports */
 	uint64_t timeout_ms;
 	uint64_t output_cap;
@@ -110,5 +124,7 @@ int caps_drop_bounding(int cap_last);                      /* caps.c */
 int caps_clear(void);
 int net_loopback_up(const nsbox_plan *p);                  /* net.c */
 int net_build_loopback_msg(nsbox_plan *p);                 /* net.c (parent) */
+int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err);  /* limits.c */
+int limits_apply(const nsbox_plan *p, enum step *failed);  /* limits.c (child) */
 
 #endif

@@ -25,6 +25,12 @@ typedef struct child_args {
 	const nsbox_plan *plan;
 	int sync_fd;
 	int stdio[3];
+	/* cgroup v1: the run's `tasks` files, opened by the parent. The child
+	 * moves itself in by writing "0": a thread moving itself skips the
+	 * global lock (and its RCU grace period) that moving another process
+	 * takes, which made the supervisor's own write cost milliseconds. */
+	int cg_tasks_fd[CG_N];
+	bool unshare_cgroupns;   /* create the cgroup namespace after moving */
 } child_args;
 
 /* child.c: runs in the cloned child, never returns. */

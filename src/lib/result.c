@@ -105,6 +105,11 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->timed_out = sb->timed_out;
 	r->have_rusage = true;
 	r->rusage = sb->rusage;
+	r->enforced_by = sb->plan->enforced_by;
+	r->have_cg_stats = sb->have_cg_stats;
+	r->cg_stats = sb->cg_stats;
+	r->oom_killed = sb->have_cg_stats && sb->cg_stats.oom_kills > 0;
+	r->pids_limit_hit = sb->have_cg_stats && sb->cg_stats.pids_max_events > 0;
 	r->namespaces_json = strdup(sb->plan->namespaces_json);
 	r->network = strdup(sb->plan->network);
 	r->captured = sb->capture;
@@ -128,8 +133,10 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 		r->status = NSBOX_STATUS_EXITED;
 		r->exit_code = WEXITSTATUS(sb->payload_status);
 	} else if (sb->have_exit && WIFSIGNALED(sb->payload_status)) {
-		r->status = NSBOX_STATUS_SIGNALED;
 		r->signal = WTERMSIG(sb->payload_status);
+		/* The kernel's OOM killer sends SIGKILL; the cgroup counted it. */
+		r->status = (r->signal == SIGKILL && r->oom_killed) ? NSBOX_STATUS_OOM_KILLED
+		                                                   : NSBOX_STATUS_SIGNALED;
 	} else if (sb->killed || sb->init_status < 0) {
 		/* pid 1 itself was killed: by us after a forwarded signal, or by
 		 * someone with the right to (SIGKILL from the host). */

@@ -45,6 +45,23 @@ static void streams(buf *b, const nsbox_result *r)
 
 static void resources(buf *b, const nsbox_result *r)
 {
+	if (r->have_cg_stats) {
+		const cg_stats *st = &r->cg_stats;
+		buf_puts(b, ",\"resources\":{\"peak_memory_bytes\":");
+		if (st->have_memory)
+			buf_printf(b, "%llu", (unsigned long long) st->peak_memory);
+		else
+			buf_puts(b, "null");
+		if (st->have_cpu)
+			buf_printf(b, ",\"cpu_user_ms\":%.3f,\"cpu_system_ms\":%.3f", st->cpu_user_ms, st->cpu_system_ms);
+		else
+			buf_puts(b, ",\"cpu_user_ms\":null,\"cpu_system_ms\":null");
+		if (st->have_pids_peak)
+			buf_printf(b, ",\"pids_peak\":%llu}", (unsigned long long) st->pids_peak);
+		else
+			buf_puts(b, ",\"pids_peak\":null}");
+		return;
+	}
 	if (!r->have_rusage) {
 		buf_puts(b, ",\"resources\":{\"peak_memory_bytes\":null,\"cpu_user_ms\":null,"
 		            "\"cpu_system_ms\":null,\"pids_peak\":null}");
@@ -60,17 +77,21 @@ static void resources(buf *b, const nsbox_result *r)
 	           (double) u->ru_stime.tv_sec * 1e3 + (double) u->ru_stime.tv_usec / 1e3);
 }
 
-static void limits(buf *b, const nsbox_config *c)
+static void limits(buf *b, const nsbox_config *c, const char *enforced_by)
 {
 	if (!c) {
 		buf_puts(b, ",\"limits\":null");
 		return;
 	}
 	buf_printf(b, ",\"limits\":{\"memory_bytes\":%llu,\"cpus\":%g,\"pids\":%llu,\"timeout_ms\":%llu,"
-	              "\"tmpfs_bytes\":%llu,\"output_bytes\":%llu,\"enforced_by\":\"none\"}",
+	              "\"tmpfs_bytes\":%llu,\"output_bytes\":%llu,\"nofile\":%llu,\"fsize_bytes\":%llu,"
+	              "\"enforced_by\":",
 	           (unsigned long long) c->memory, c->cpus, (unsigned long long) c->pids,
 	           (unsigned long long) c->timeout_ms, (unsigned long long) c->tmpfs,
-	           (unsigned long long) c->output);
+	           (unsigned long long) c->output, (unsigned long long) c->nofile,
+	           (unsigned long long) c->fsize);
+	json_cstr(b, enforced_by ? enforced_by : "none");
+	buf_puts(b, "}");
 }
 
 static void isolation(buf *b, const nsbox_result *r)
@@ -104,13 +125,13 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	else
 		buf_puts(&b, ",\"signal\":null");
 	bool_field(&b, "timed_out", r->timed_out);
-	bool_field(&b, "oom_killed", r->status == NSBOX_STATUS_OOM_KILLED);
-	bool_field(&b, "pids_limit_hit", false);
+	bool_field(&b, "oom_killed", r->oom_killed);
+	bool_field(&b, "pids_limit_hit", r->pids_limit_hit);
 	buf_printf(&b, ",\"duration_ms\":%.3f", r->duration_ms);
 	buf_printf(&b, ",\"exit_status\":%d", nsbox_result_exit_status(r));
 	streams(&b, r);
 	resources(&b, r);
-	limits(&b, r->cfg);
+	limits(&b, r->cfg, r->enforced_by);
 	isolation(&b, r);
 	buf_puts(&b, ",\"changes\":[]");
 	if (r->error) {

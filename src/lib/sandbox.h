@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "capture.h"
+#include "cgroup.h"
 #include "nsbox.h"
 #include "plan.h"
 #include "proto.h"
@@ -32,6 +33,14 @@ struct nsbox_sandbox {
 	int init_status;      /* si_code/si_status of init */
 	msg error;            /* first MSG_ERROR, type 0 if none */
 	struct rusage rusage;
+	/* limits */
+	cgroup *cg;           /* NULL in rlimit mode */
+	int janitor_fd;       /* closing it releases the janitor */
+	bool have_cg_stats;
+	cg_stats cg_stats;
+	uint64_t stats_interval_ms;
+	int stats_fd;
+	uint64_t pids_seen;   /* highest sampled process count (rlimit mode) */
 };
 
 struct nsbox_result {
@@ -55,6 +64,11 @@ struct nsbox_result {
 	bool rootless;
 	char *namespaces_json;
 	char *network;
+	const char *enforced_by;  /* static string */
+	bool have_cg_stats;
+	cg_stats cg_stats;
+	bool pids_limit_hit;
+	bool oom_killed;
 };
 
 /* result.c: turn what the supervisor saw into a result. */

@@ -1,11 +1,14 @@
 /* Creating the sandbox: plan, clone into new namespaces, write the id maps,
  * release the child. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -14,6 +17,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "idmap.h"
+#include "janitor.h"
 #include "sandbox.h"
 #include "syscalls.h"
 
@@ -24,19 +28,44 @@ static const char userns_hint[] =
 /* clone3 with CLONE_PIDFD, falling back to clone(2) on kernels without it.
  * exit_signal 0 keeps our child out of the embedding program's SIGCHLD and
  * waitpid(-1) handling; we wait on the pidfd with __WALL. */
-static pid_t clone_sandbox(uint64_t flags, int *pidfd)
+/* With a cgroup v2 fd, the child is born in its cgroup (CLONE_INTO_CGROUP):
+ * not a single instruction of it runs unlimited. *into reports whether that
+ * happened; otherwise the caller attaches the child before releasing it. */
+static pid_t clone_sandbox(uint64_t flags, int cgroup_fd, int *pidfd, bool *into)
 {
+	*into = false;
 	if (!getenv("NSBOX_TEST_NO_CLONE3")) {
 		struct clone_args ca = {
-			.flags = flags | CLONE_PIDFD,
+			.flags = flags | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
 			.pidfd = (uint64_t) (uintptr_t) pidfd,
 			.exit_signal = 0,
+			.cgroup = cgroup_fd >= 0 ? (uint64_t) cgroup_fd : 0,
 		};
 		long r = sys_clone3(&ca);
-		if (r >= 0 || errno != ENOSYS)
+		if (r >= 0) {
+			*into = cgroup_fd >= 0;
+			return (pid_t) r;
+		}
+		if (errno != ENOSYS && errno != E2BIG)
 			return (pid_t) r;
 	}
 	return (pid_t) syscall(SYS_clone, (unsigned long) flags | CLONE_PIDFD, NULL, pidfd, NULL, 0);
+}
+
+/* The run's cgroup and the janitor that removes it if we are killed. */
+static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
+{
+	if (sb->plan->cg_host.driver == CG_NONE)
+		return 0;
+	char name[64], rnd[8] = { 0 };
+	if (getrandom(rnd, sizeof(rnd), 0) < 0)
+		memset(rnd, 0, sizeof(rnd));
+	snprintf(name, sizeof(name), "nsbox-%d-%02x%02x%02x%02x", (int) getpid(), (unsigned char) rnd[0],
+	         (unsigned char) rnd[1], (unsigned char) rnd[2], (unsigned char) rnd[3]);
+	int r = cgroup_create(&sb->plan->cg_host, name, &sb->plan->limits, &sb->cg, err);
+	if (r < 0)
+		return nsbox_err_prefix(err, r, "set up resource limits");
+	return janitor_start(sb->cg, &sb->janitor_fd, err);
 }
 
 static int open_streams(nsbox_sandbox *sb, const nsbox_spawn_options *o, int child_stdio[3],
@@ -65,6 +94,28 @@ static int open_streams(nsbox_sandbox *sb, const nsbox_spawn_options *o, int chi
 	return 0;
 }
 
+static void close_fds(int *fds, size_t n);
+
+static int open_tasks_files(const cgroup *cg, int fds[CG_N], nsbox_error **err)
+{
+	for (int i = 0; i < CG_N; i++) {
+		bool dup = false;
+		for (int j = 0; j < i; j++)
+			dup |= cg->path[j] && !strcmp(cg->path[i], cg->path[j]);
+		if (!cg->path[i] || dup)
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/tasks", cg->path[i]);
+		fds[i] = open(path, O_WRONLY | O_CLOEXEC);
+		if (fds[i] < 0) {
+			int e = errno;
+			close_fds(fds, CG_N);
+			return nsbox_err(err, e, "cgroup", "open '%s'", path);
+		}
+	}
+	return 0;
+}
+
 static void close_fds(int *fds, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -82,14 +133,17 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	nsbox_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return nsbox_err(err, ENOMEM, "spawn", "start sandbox");
-	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = -1;
+	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = sb->janitor_fd = -1;
 	sb->signal_fd = o->signal_fd;
+	sb->stats_interval_ms = o->stats_interval_ms;
+	sb->stats_fd = o->stats_interval_ms ? o->stats_fd : -1;
 	sb->capture = o->flags & NSBOX_SPAWN_CAPTURE;
 	clock_gettime(CLOCK_MONOTONIC, &sb->start);
 
 	int child_stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 };
 	int sv[2] = { -1, -1 };
 	int r = plan_build(o->config, &sb->plan, err);
+	r = r ?: setup_cgroup(sb, err);
 	r = r ?: open_streams(sb, o, child_stdio, close_after, err);
 	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		r = nsbox_err(err, errno, "spawn", "create socketpair");
@@ -98,8 +152,25 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	close_after[3] = sv[1];
 
 	child_args args = { .plan = sb->plan, .sync_fd = sv[1],
-	                    .stdio = { child_stdio[0], child_stdio[1], child_stdio[2] } };
-	pid_t pid = clone_sandbox(sb->plan->clone_flags, &sb->pidfd);
+	                    .stdio = { child_stdio[0], child_stdio[1], child_stdio[2] },
+	                    .cg_tasks_fd = { -1, -1, -1, -1 } };
+	uint64_t flags = sb->plan->clone_flags;
+	if (sb->cg && sb->cg->driver == CG_V1) {
+		r = open_tasks_files(sb->cg, args.cg_tasks_fd, err);
+		if (r < 0)
+			goto fail;
+		/* The cgroup namespace is rooted where the child moves itself. */
+		flags &= ~(uint64_t) CLONE_NEWCGROUP;
+		args.unshare_cgroupns = true;
+	}
+	bool in_cgroup = false;
+	pid_t pid = clone_sandbox(flags, sb->cg && sb->cg->driver == CG_V2 ? sb->cg->dirfd : -1,
+	                          &sb->pidfd, &in_cgroup);
+	if (pid == 0) {
+		(void) close(sv[0]);
+		child_main(&args);
+	}
+	close_fds(args.cg_tasks_fd, CG_N);
 	if (pid < 0) {
 		int e = errno;
 		r = (e == EPERM || e == ENOSPC || e == EUSERS)
@@ -107,14 +178,19 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 			: nsbox_err(err, e, "namespaces", "create namespaces");
 		goto fail;
 	}
-	if (pid == 0) {
-		(void) close(sv[0]);
-		child_main(&args);
-	}
 	sb->pid = pid;
 	sb->sync_fd = TAKE_FD(sv[0]);
 	close_fds(close_after, ARRAY_SIZE(close_after));
 
+	/* cgroup v2 without CLONE_INTO_CGROUP: the child waits for MSG_GO, so
+	 * joining the cgroup now still happens before it runs anything. */
+	if (sb->cg && sb->cg->driver == CG_V2 && !in_cgroup) {
+		r = cgroup_attach(sb->cg, pid, err);
+		if (r < 0) {
+			(void) nsbox_err_prefix(err, r, "set up resource limits");
+			goto fail;
+		}
+	}
 	r = idmap_write(sb->plan, pid, err);
 	if (r < 0) {
 		(void) nsbox_err_prefix(err, r, "set up user namespace");
@@ -135,6 +211,8 @@ fail:
 }
 
 int nsbox_sandbox_pidfd(const nsbox_sandbox *sb) { return sb ? sb->pidfd : -EINVAL; }
+const char *nsbox_sandbox_warning(const nsbox_sandbox *sb) { return sb ? sb->plan->warning : NULL; }
+const char *nsbox_sandbox_enforced_by(const nsbox_sandbox *sb) { return sb ? sb->plan->enforced_by : NULL; }
 
 int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig)
 {
@@ -157,7 +235,9 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 		while (waitid(P_PIDFD, (id_t) sb->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
 			;
 	}
-	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1] };
+	(void) cgroup_destroy(sb->cg);
+	/* Closing the pipe releases the janitor, which finds nothing to do. */
+	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->janitor_fd };
 	close_fds(fds, ARRAY_SIZE(fds));
 	for (int i = 0; i < 2; i++)
 		capture_free(&sb->streams[i]);

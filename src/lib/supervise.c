@@ -19,19 +19,21 @@
 #include "cleanup.h"
 #include "error.h"
 #include "sandbox.h"
+#include "stats.h"
 #include "syscalls.h"
 
 #define GRACE_MS 5000
 
-enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE };
+enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS };
 
-static int arm_timer(int *fd, uint64_t ms)
+static int arm_timer(int *fd, uint64_t ms, bool repeat)
 {
 	if (*fd < 0)
 		*fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (*fd < 0)
 		return -errno;
-	struct itimerspec its = { .it_value = { (time_t) (ms / 1000), (long) (ms % 1000) * 1000000L } };
+	struct timespec t = { (time_t) (ms / 1000), (long) (ms % 1000) * 1000000L };
+	struct itimerspec its = { .it_value = t, .it_interval = repeat ? t : (struct timespec){ 0, 0 } };
 	return timerfd_settime(*fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
@@ -108,18 +110,23 @@ static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
 			continue;
 		}
 		(void) sys_pidfd_send_signal(sb->pidfd, (int) ssi.ssi_signo);
-		if (arm_timer(grace_fd, GRACE_MS) == 0)
+		if (arm_timer(grace_fd, GRACE_MS, false) == 0)
 			(void) watch(ep, *grace_fd, EV_GRACE);
 	}
 }
 
 static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 {
-	_cleanup_close_ int timeout_fd = -1, grace_fd = -1;
+	_cleanup_close_ int timeout_fd = -1, grace_fd = -1, stats_fd = -1;
 	if (sb->plan->timeout_ms) {
-		int r = arm_timer(&timeout_fd, sb->plan->timeout_ms);
+		int r = arm_timer(&timeout_fd, sb->plan->timeout_ms, false);
 		if (r < 0 || (r = watch(ep, timeout_fd, EV_TIMEOUT)) < 0)
 			return nsbox_err(err, -r, "supervise", "arm the timeout");
+	}
+	if (sb->stats_interval_ms && sb->stats_fd >= 0) {
+		int r = arm_timer(&stats_fd, sb->stats_interval_ms, true);
+		if (r < 0 || (r = watch(ep, stats_fd, EV_STATS)) < 0)
+			return nsbox_err(err, -r, "supervise", "arm the stats timer");
 	}
 	if (sb->signal_fd >= 0 && watch(ep, sb->signal_fd, EV_SIGNAL) < 0)
 		return nsbox_err(err, errno, "supervise", "watch the signal fd");
@@ -158,6 +165,11 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 			case EV_SIGNAL:
 				on_signal(sb, &grace_fd, ep);
 				break;
+			case EV_STATS:
+				(void) read(stats_fd, &tick, sizeof(tick));
+				if (!sb->reaped)
+					stats_write(sb);
+				break;
 			}
 		}
 	}
@@ -190,5 +202,12 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	for (int i = 0; i < 2; i++)
 		if (sb->out_fd[i] >= 0)
 			pump(sb, i, -1);
+	if (sb->cg) {
+		cgroup_stats(sb->cg, &sb->cg_stats);
+		sb->have_cg_stats = true;
+		/* Should a directory refuse to go, the janitor (released when the
+		 * sandbox is freed) keeps trying. */
+		(void) cgroup_destroy(TAKE_PTR(sb->cg));
+	}
 	return result_from_sandbox(sb, out, err);
 }

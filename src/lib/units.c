@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "nsbox.h"
 #include "units.h"
 
 /* Parse a non-negative decimal with an optional fraction; returns the end. */
@@ -153,4 +154,14 @@ void format_duration_ms(uint64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%llus", (unsigned long long) (ms / 1000));
 	else
 		snprintf(buf, len, "%llums", (unsigned long long) ms);
+}
+
+int nsbox_parse_duration_ms(const char *s, uint64_t *ms)
+{
+	return ms ? parse_duration_ms(s, ms) : -EINVAL;
+}
+
+int nsbox_parse_size(const char *s, uint64_t *bytes)
+{
+	return bytes ? parse_size(s, bytes) : -EINVAL;
 }

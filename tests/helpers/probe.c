@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
+#include <time.h>
 #include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
@@ -254,6 +256,55 @@ static long long fill(const char *path)
 	return total;
 }
 
+/* Allocate and touch `want` bytes in 1 MiB steps. */
+static int hog(long long want)
+{
+	long long got = 0;
+	while (got < want) {
+		char *p = malloc(1 << 20);
+		if (!p) {
+			printf("hog_failed_at=%lld\n", got);
+			return 3;
+		}
+		memset(p, 1, 1 << 20);
+		got += 1 << 20;
+	}
+	printf("hog_reached=%lld\n", got);
+	return 0;
+}
+
+/* Fork sleeping children until fork fails; report how many. */
+static int forkbomb(int max)
+{
+	int n = 0;
+	for (; n < max; n++) {
+		pid_t p = fork();
+		if (p < 0) {
+			printf("forks=%d\nfork_errno=%s\n", n, strerror(errno));
+			return 0;
+		}
+		if (p == 0) {
+			pause();
+			_exit(0);
+		}
+	}
+	printf("forks=%d\nfork_errno=none\n", n);
+	return 0;
+}
+
+static int spin(double seconds)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	volatile unsigned long x = 0;
+	do {
+		for (int i = 0; i < 100000; i++)
+			x += (unsigned long) i;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((double) (b.tv_sec - a.tv_sec) + (double) (b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -278,6 +329,19 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "fill") && argc > 2) {
 		printf("filled=%lld\n", fill(argv[2]));
+		return 0;
+	}
+	if (!strcmp(mode, "hog") && argc > 2)
+		return hog(atoll(argv[2]) << 20);
+	if (!strcmp(mode, "forkbomb"))
+		return forkbomb(argc > 2 ? atoi(argv[2]) : 10000);
+	if (!strcmp(mode, "spin") && argc > 2)
+		return spin(atof(argv[2]));
+	if (!strcmp(mode, "cpus")) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		sched_getaffinity(0, sizeof(set), &set);
+		printf("cpus=%d\n", CPU_COUNT(&set));
 		return 0;
 	}
 	if (!strcmp(mode, "env")) {

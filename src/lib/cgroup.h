@@ -1,0 +1,76 @@
+/* Per-run cgroups: finding a place for them (probe), creating them with the
+ * limits, reading what happened, and removing them. Two drivers: cgroup v2
+ * (one directory, CLONE_INTO_CGROUP) and cgroup v1 (one directory in each of
+ * the memory, pids, cpu and cpuacct hierarchies). */
+#ifndef NSBOX_CGROUP_H
+#define NSBOX_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nsbox.h"
+
+enum cg_driver { CG_NONE = 0, CG_V1, CG_V2 };
+enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_N };
+
+typedef struct cg_host {
+	enum cg_driver driver;
+	char *parent[CG_N];     /* v2: parent[0]; v1: one per controller */
+	bool v2_mounted;
+	char reason[1024];      /* why no cgroup can be used */
+} cg_host;
+
+typedef struct cg_limits {
+	uint64_t memory;
+	double cpus;
+	uint64_t pids;
+} cg_limits;
+
+typedef struct cg_stats {
+	bool have_memory, have_cpu, have_pids_peak;
+	uint64_t peak_memory;
+	double cpu_user_ms, cpu_system_ms;
+	uint64_t pids_peak;
+	uint64_t oom_kills;
+	uint64_t pids_max_events;
+} cg_stats;
+
+typedef struct cg_sample {
+	uint64_t memory;
+	double cpu_ms;
+	uint64_t pids;
+} cg_sample;
+
+typedef struct cgroup {
+	enum cg_driver driver;
+	char *path[CG_N];       /* v2: path[0] */
+	int dirfd;              /* v2: for CLONE_INTO_CGROUP */
+} cgroup;
+
+/* Find where this process may create sandbox cgroups. `parent` overrides
+ * the place (a cgroup v2 directory). Never fails: driver CG_NONE and a
+ * reason when nothing is usable. */
+void cgroup_probe(const char *parent, cg_host *out);
+void cgroup_host_free(cg_host *h);
+/* The same, reading the given files instead of /proc/self/{mountinfo,cgroup}
+ * (for tests). */
+void cgroup_probe_files(const char *mountinfo, const char *cgroup_file, const char *parent,
+                        cg_host *h);
+
+int cgroup_create(const cg_host *h, const char *name, const cg_limits *l, cgroup **out,
+                  nsbox_error **err);
+/* Put `pid` into the cgroup (v1, or v2 without CLONE_INTO_CGROUP). */
+int cgroup_attach(const cgroup *cg, pid_t pid, nsbox_error **err);
+void cgroup_stats(const cgroup *cg, cg_stats *st);
+void cgroup_sample(const cgroup *cg, cg_sample *s);
+/* Kill what is left, remove the directories, free. Returns -errno when a
+ * directory could not be removed. */
+int cgroup_destroy(cgroup *cg);
+
+/* Helpers shared with `nsbox check` and the tests. */
+int cg_read_u64(const char *dir, const char *file, uint64_t *out);
+/* The value after `key ` in a flat-keyed file such as memory.events. */
+int cg_read_key(const char *dir, const char *file, const char *key, uint64_t *out);
+
+#endif

@@ -1,0 +1,339 @@
+/* `nsbox check`: try each kernel feature nsbox relies on, in short-lived
+ * children, and say what is missing and how to get it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cgroup.h"
+#include "cleanup.h"
+#include "error.h"
+#include "idmap.h"
+#include "json.h"
+#include "syscalls.h"
+
+typedef struct item {
+	char *name, *detail, *remedy;
+	nsbox_check_status status;
+	bool required;   /* a default run needs it */
+} item;
+
+struct nsbox_check {
+	item items[16];
+	size_t n;
+};
+
+static void add(nsbox_check *c, const char *name, bool required, nsbox_check_status st,
+                const char *remedy, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void add(nsbox_check *c, const char *name, bool required, nsbox_check_status st,
+                const char *remedy, const char *fmt, ...)
+{
+	if (c->n >= ARRAY_SIZE(c->items))
+		return;
+	item *it = &c->items[c->n++];
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&it->detail, fmt, ap) < 0)
+		it->detail = NULL;
+	va_end(ap);
+	it->name = strdup(name);
+	it->remedy = remedy && st != NSBOX_CHECK_OK ? strdup(remedy) : NULL;
+	it->status = st;
+	it->required = required;
+}
+
+static void read_sysctl(const char *path, char *out, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, out, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* Run fn in a child created with `flags`; returns 0 or the errno. */
+static int try_child(uint64_t flags, int (*fn)(void *), void *arg)
+{
+	int pidfd = -1;
+	struct clone_args ca = { .flags = flags | CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
+	pid_t pid = (pid_t) sys_clone3(&ca);
+	if (pid < 0)
+		return errno;
+	if (pid == 0)
+		_exit(fn ? fn(arg) : 0);
+	siginfo_t si = { 0 };
+	while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+		;
+	close(pidfd);
+	return si.si_code == CLD_EXITED ? si.si_status : EINTR;
+}
+
+static const char userns_remedy[] =
+	"enable unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1 and "
+	"user.max_user_namespaces>0; on Ubuntu 24.04+ allow them in AppArmor "
+	"(kernel.apparmor_restrict_unprivileged_userns=0 or a profile for nsbox)";
+
+static void check_namespaces(nsbox_check *c)
+{
+	char clone_ok[16], max[32], aa[16];
+	read_sysctl("/proc/sys/kernel/unprivileged_userns_clone", clone_ok, sizeof(clone_ok));
+	read_sysctl("/proc/sys/user/max_user_namespaces", max, sizeof(max));
+	read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", aa, sizeof(aa));
+	int e = try_child(CLONE_NEWUSER, NULL, NULL);
+	add(c, "user namespaces", true, e ? NSBOX_CHECK_MISSING : NSBOX_CHECK_OK, userns_remedy,
+	    "%s (kernel.unprivileged_userns_clone=%s, user.max_user_namespaces=%s, apparmor_restrict_unprivileged_userns=%s)",
+	    e ? strerror(e) : "can be created", *clone_ok ? clone_ok : "n/a", *max ? max : "n/a",
+	    *aa ? aa : "n/a");
+	e = try_child(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
+	              CLONE_NEWUTS | CLONE_NEWCGROUP, NULL, NULL);
+	add(c, "all namespaces", true, e ? NSBOX_CHECK_MISSING : NSBOX_CHECK_OK, userns_remedy,
+	    "user, pid, mount, net, ipc, uts, cgroup: %s", e ? strerror(e) : "can be created together");
+	long r = syscall(__NR_openat2, -1, NULL, NULL, 0);
+	bool have_openat2 = !(r < 0 && errno == ENOSYS);
+	r = syscall(__NR_mount_setattr, -1, NULL, 0, NULL, 0);
+	bool have_setattr = !(r < 0 && errno == ENOSYS);
+	add(c, "mount API", true, have_openat2 && have_setattr ? NSBOX_CHECK_OK : NSBOX_CHECK_MISSING,
+	    "use Linux 5.12 or later", "openat2 %s, open_tree/move_mount/mount_setattr %s",
+	    have_openat2 ? "yes" : "no", have_setattr ? "yes" : "no");
+}
+
+static void check_cgroups(nsbox_check *c)
+{
+	cg_host h;
+	cgroup_probe(NULL, &h);
+	static const char remedy[] =
+		"run as root, or delegate a cgroup v2 subtree with the memory, pids and cpu controllers "
+		"(systemd: Delegate=yes) and pass it with --cgroup-parent";
+	if (h.driver == CG_V2)
+		add(c, "cgroups", false, NSBOX_CHECK_OK, NULL,
+		    "cgroup v2: run cgroups go below '%s' (memory, pids, cpu)", h.parent[0]);
+	else if (h.driver == CG_V1)
+		add(c, "cgroups", false, NSBOX_CHECK_OK, NULL,
+		    "cgroup v1: run cgroups go below '%s' (memory), '%s' (pids), '%s' (cpu), '%s' (cpuacct)",
+		    h.parent[CG_MEMORY], h.parent[CG_PIDS], h.parent[CG_CPU], h.parent[CG_CPUACCT]);
+	else
+		add(c, "cgroups", false, NSBOX_CHECK_WARN, remedy,
+		    "none usable (%s): limits fall back to rlimits and CPU pinning", h.reason);
+	cgroup_host_free(&h);
+}
+
+/* In a new user and mount namespace, mount an overlay with userxattr (what
+ * workspaces need when rootless). */
+static int overlay_child(void *arg)
+{
+	const char *dir = arg;
+	char m[64], lower[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], merged[PATH_MAX], opts[4 * PATH_MAX];
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return errno;
+	int fd = open("/proc/self/setgroups", O_WRONLY);
+	if (fd >= 0) {
+		(void) !write(fd, "deny", 4);
+		close(fd);
+	}
+	snprintf(m, sizeof(m), "0 %u 1", (unsigned) uid);
+	fd = open("/proc/self/uid_map", O_WRONLY);
+	if (fd < 0 || write(fd, m, strlen(m)) < 0)
+		return errno;
+	close(fd);
+	snprintf(m, sizeof(m), "0 %u 1", (unsigned) gid);
+	fd = open("/proc/self/gid_map", O_WRONLY);
+	if (fd < 0 || write(fd, m, strlen(m)) < 0)
+		return errno;
+	close(fd);
+	if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") < 0)
+		return errno;
+	snprintf(lower, sizeof(lower), "%s/l", dir);
+	snprintf(upper, sizeof(upper), "%s/u", dir);
+	snprintf(work, sizeof(work), "%s/w", dir);
+	snprintf(merged, sizeof(merged), "%s/m", dir);
+	if (mkdir(lower, 0755) || mkdir(upper, 0755) || mkdir(work, 0755) || mkdir(merged, 0755))
+		return errno;
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, upper, work);
+	if (mount("overlay", merged, "overlay", 0, opts) < 0)
+		return errno;
+	return 0;
+}
+
+static void check_overlay(nsbox_check *c)
+{
+	char dir[] = "/tmp/nsbox-check-XXXXXX";
+	if (!mkdtemp(dir)) {
+		add(c, "overlay in a user namespace", false, NSBOX_CHECK_WARN, NULL,
+		    "could not create a temporary directory: %s", strerror(errno));
+		return;
+	}
+	int e = try_child(0, overlay_child, dir);
+	(void) rmdir(dir);
+	add(c, "overlay in a user namespace", false, e ? NSBOX_CHECK_MISSING : NSBOX_CHECK_OK,
+	    "use Linux 5.11 or later (overlayfs with userxattr in user namespaces)",
+	    "%s", e ? strerror(e) : "overlayfs mounts with userxattr");
+}
+
+static void check_seccomp(nsbox_check *c)
+{
+	int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+	unsigned action = SECCOMP_RET_USER_NOTIF;
+	bool notif = syscall(__NR_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+	action = SECCOMP_RET_LOG;
+	bool log = syscall(__NR_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+	add(c, "seccomp", false, mode >= 0 ? NSBOX_CHECK_OK : NSBOX_CHECK_MISSING,
+	    "build the kernel with CONFIG_SECCOMP_FILTER",
+	    "%s (user notification %s, log action %s); this version loads no filter yet",
+	    mode < 0 ? strerror(errno) : mode == 0 ? "available" : "available (nsbox itself is filtered)",
+	    notif ? "yes" : "no", log ? "yes" : "no");
+}
+
+static bool in_path(const char *prog, char *found, size_t len)
+{
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+	for (const char *p = path; p && *p;) {
+		const char *e = strchrnul(p, ':');
+		snprintf(found, len, "%.*s/%s", (int) (e - p), p, prog);
+		if (access(found, X_OK) == 0)
+			return true;
+		p = *e ? e + 1 : NULL;
+	}
+	return false;
+}
+
+static void check_helpers(nsbox_check *c)
+{
+	char pasta[PATH_MAX], slirp[PATH_MAX];
+	bool have_pasta = in_path("pasta", pasta, sizeof(pasta));
+	bool have_slirp = in_path("slirp4netns", slirp, sizeof(slirp));
+	add(c, "user-mode networking", false, have_pasta || have_slirp ? NSBOX_CHECK_OK : NSBOX_CHECK_WARN,
+	    "apt-get install passt (or slirp4netns), for --network user",
+	    "pasta: %s, slirp4netns: %s", have_pasta ? pasta : "not found", have_slirp ? slirp : "not found");
+	if (geteuid() == 0) {
+		subid_range r = { NSBOX_ROOT_RANGE_BASE, NSBOX_RANGE_COUNT };
+		bool own = subid_lookup("/etc/subuid", "nsbox", (unsigned long) -1, &r) == 1;
+		add(c, "id mapping", true, NSBOX_CHECK_OK, NULL,
+		    "root: sandboxes map to host ids %llu-%llu (%s)", (unsigned long long) r.start,
+		    (unsigned long long) (r.start + NSBOX_RANGE_COUNT - 1),
+		    own ? "the 'nsbox' entry of /etc/subuid" : "the built-in range");
+		return;
+	}
+	subid_range su;
+	struct passwd *pw = getpwuid(geteuid());
+	bool sub = subid_lookup("/etc/subuid", pw ? pw->pw_name : NULL, geteuid(), &su) == 1 &&
+	           su.count >= NSBOX_RANGE_COUNT - 1;
+	bool helpers = access("/usr/bin/newuidmap", X_OK) == 0 && access("/usr/bin/newgidmap", X_OK) == 0;
+	add(c, "id mapping", true, sub && helpers ? NSBOX_CHECK_OK : NSBOX_CHECK_WARN,
+	    "apt-get install uidmap and add a range of 65536 ids for this user to /etc/subuid and /etc/subgid (usermod --add-subuids)",
+	    "rootless: %s", sub && helpers ? "newuidmap and subordinate ids: a full id range"
+	                                   : "only your own id can be mapped into the sandbox");
+}
+
+static void check_image(nsbox_check *c)
+{
+	char path[PATH_MAX];
+	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+	if (geteuid() == 0)
+		snprintf(path, sizeof(path), "/var/lib/nsbox/images/default/rootfs");
+	else if (xdg && *xdg == '/')
+		snprintf(path, sizeof(path), "%s/nsbox/images/default/rootfs", xdg);
+	else
+		snprintf(path, sizeof(path), "%s/.local/share/nsbox/images/default/rootfs", home ? home : "");
+	struct stat st;
+	bool ok = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	add(c, "default image", true, ok ? NSBOX_CHECK_OK : NSBOX_CHECK_MISSING,
+	    "build or import an image named 'default', or pass --rootfs DIR / --image NAME",
+	    "%s: %s", path, ok ? "present" : "missing");
+}
+
+int nsbox_check_run(nsbox_check **out, nsbox_error **err)
+{
+	if (!out)
+		return nsbox_err(err, EINVAL, "check", "check the host: no output pointer");
+	nsbox_check *c = calloc(1, sizeof(*c));
+	if (!c)
+		return nsbox_err(err, ENOMEM, "check", "check the host");
+	check_namespaces(c);
+	check_cgroups(c);
+	check_overlay(c);
+	check_seccomp(c);
+	check_helpers(c);
+	check_image(c);
+	*out = c;
+	return 0;
+}
+
+size_t nsbox_check_count(const nsbox_check *c) { return c ? c->n : 0; }
+
+int nsbox_check_item(const nsbox_check *c, size_t i, const char **name, nsbox_check_status *status,
+                     const char **detail, const char **remedy)
+{
+	if (!c || i >= c->n)
+		return -EINVAL;
+	const item *it = &c->items[i];
+	if (name)
+		*name = it->name;
+	if (status)
+		*status = it->status;
+	if (detail)
+		*detail = it->detail;
+	if (remedy)
+		*remedy = it->remedy;
+	return 0;
+}
+
+bool nsbox_check_default_run_works(const nsbox_check *c)
+{
+	for (size_t i = 0; c && i < c->n; i++)
+		if (c->items[i].required && c->items[i].status == NSBOX_CHECK_MISSING)
+			return false;
+	return c != NULL;
+}
+
+int nsbox_check_to_json(const nsbox_check *c, char **out, nsbox_error **err)
+{
+	static const char *const names[] = { "ok", "warning", "missing" };
+	if (!c || !out)
+		return nsbox_err(err, EINVAL, "check", "render check: missing argument");
+	buf b = { 0 };
+	buf_printf(&b, "{\"default_run_works\":%s,\"items\":[",
+	           nsbox_check_default_run_works(c) ? "true" : "false");
+	for (size_t i = 0; i < c->n; i++) {
+		const item *it = &c->items[i];
+		buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
+		json_cstr(&b, it->name);
+		buf_printf(&b, ",\"status\":\"%s\",\"required\":%s,\"detail\":", names[it->status],
+		           it->required ? "true" : "false");
+		json_cstr(&b, it->detail);
+		buf_puts(&b, ",\"remedy\":");
+		json_cstr(&b, it->remedy);
+		buf_puts(&b, "}");
+	}
+	buf_puts(&b, "]}\n");
+	*out = buf_steal(&b);
+	return *out ? 0 : nsbox_err(err, ENOMEM, "check", "render check");
+}
+
+void nsbox_check_free(nsbox_check *c)
+{
+	for (size_t i = 0; c && i < c->n; i++) {
+		free(c->items[i].name);
+		free(c->items[i].detail);
+		free(c->items[i].remedy);
+	}
+	free(c);
+}
