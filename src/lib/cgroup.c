@@ -204,7 +204,11 @@ static bool probe_v1(const hier *all, cg_host *h)
 	for (int i = 0; i < CG_N; i++) {
 		dirs[i] = own_dir(&all[i]);
 		const char *why = !dirs[i] ? "is not mounted" : access(dirs[i], W_OK) < 0 ? "is not writable" : NULL;
-		if (why) {
+		if (why && i == CG_CPUACCT) {
+			/* Optional: CPU times also come from the kernel's rusage. */
+			free(dirs[i]);
+			dirs[i] = NULL;
+		} else if (why) {
 			snprintf(h->reason + strlen(h->reason), sizeof(h->reason) - strlen(h->reason),
 			         "%sthe cgroup v1 %s hierarchy%s%s%s %s", *h->reason ? "; " : "", v1_names_all[i],
 			         dirs[i] ? " ('" : "", dirs[i] ? dirs[i] : "", dirs[i] ? "')" : "", why);

@@ -58,6 +58,8 @@ void cgroup_host_free(cg_host *h);
 void cgroup_probe_files(const char *mountinfo, const char *cgroup_file, const char *parent,
                         cg_host *h);
 
+/* cgroup v1: a NULL h->parent[CG_CPUACCT] leaves cpuacct out (the record's
+ * CPU times then come from the kernel's rusage of the sandbox). */
 int cgroup_create(const cg_host *h, const char *name, const cg_limits *l, cgroup **out,
                   nsbox_error **err);
 /* Put `pid` into the cgroup (v1, or v2 without CLONE_INTO_CGROUP). */
@@ -67,6 +69,10 @@ void cgroup_sample(const cgroup *cg, cg_sample *s);
 /* Kill what is left, remove the directories, free. Returns -errno when a
  * directory could not be removed. */
 int cgroup_destroy(cgroup *cg);
+
+/* Remove empty cgroups left below the host's parents by supervisors that
+ * no longer exist ("nsbox-PID-..." and "nsbox-supervisor-PID"). */
+void cgroup_collect_stale(const cg_host *h);
 
 /* Helpers shared with `nsbox check` and the tests. */
 int cg_read_u64(const char *dir, const char *file, uint64_t *out);

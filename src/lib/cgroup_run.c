@@ -1,4 +1,5 @@
 /* Creating, filling, reading and removing one run's cgroups. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -110,9 +111,11 @@ static int create_v1(cgroup *cg, const cg_host *h, const char *name, const cg_li
                      nsbox_error **err)
 {
 	for (int i = 0; i < CG_N; i++) {
+		if (!h->parent[i])
+			continue;   /* cpuacct is optional (see cgroup_create) */
 		/* cpu and cpuacct are often mounted together: one directory. */
 		for (int j = 0; j < i && !cg->path[i]; j++)
-			if (!strcmp(h->parent[i], h->parent[j]))
+			if (h->parent[j] && !strcmp(h->parent[i], h->parent[j]))
 				cg->path[i] = strdup(cg->path[j]);
 		if (cg->path[i])
 			continue;
@@ -189,7 +192,7 @@ void cgroup_stats(const cgroup *cg, cg_stats *st)
 		st->have_memory = cg_read_u64(cg->path[CG_MEMORY], "memory.max_usage_in_bytes", &st->peak_memory) == 0;
 		(void) cg_read_key(cg->path[CG_MEMORY], "memory.oom_control", "oom_kill", &st->oom_kills);
 		(void) cg_read_key(cg->path[CG_PIDS], "pids.events", "max", &st->pids_max_events);
-		if (cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage_user", &v) == 0) {
+		if (cg->path[CG_CPUACCT] && cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage_user", &v) == 0) {
 			st->cpu_user_ms = (double) v / 1e6;
 			st->have_cpu = cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage_sys", &v) == 0;
 			st->cpu_system_ms = (double) v / 1e6;
@@ -209,7 +212,7 @@ void cgroup_sample(const cgroup *cg, cg_sample *s)
 	} else if (cg->driver == CG_V1) {
 		(void) cg_read_u64(cg->path[CG_MEMORY], "memory.usage_in_bytes", &s->memory);
 		(void) cg_read_u64(cg->path[CG_PIDS], "pids.current", &s->pids);
-		if (cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage", &v) == 0)
+		if (cg->path[CG_CPUACCT] && cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage", &v) == 0)
 			s->cpu_ms = (double) v / 1e6;
 	}
 }
@@ -253,4 +256,42 @@ int cgroup_destroy(cgroup *cg)
 	}
 	free(cg);
 	return r;
+}
+
+/* The pid in "nsbox-PID-xxxxxxxx" or "nsbox-supervisor-PID", or 0. */
+static pid_t owner_of(const char *name)
+{
+	const char *p = NULL;
+	if (!strncmp(name, "nsbox-supervisor-", 17))
+		p = name + 17;
+	else if (!strncmp(name, "nsbox-", 6))
+		p = name + 6;
+	if (!p || *p < '1' || *p > '9')
+		return 0;
+	char *e;
+	long pid = strtol(p, &e, 10);
+	return (*e == '-' || *e == '\0') && pid > 0 ? (pid_t) pid : 0;
+}
+
+void cgroup_collect_stale(const cg_host *h)
+{
+	for (int i = 0; i < CG_N; i++) {
+		if (!h->parent[i])
+			continue;
+		DIR *d = opendir(h->parent[i]);
+		if (!d)
+			continue;
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			pid_t pid = owner_of(e->d_name);
+			/* Alive (or not ours to judge): leave it alone. An empty
+			 * directory is all rmdir will ever remove. */
+			if (!pid || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+				continue;
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/%s", h->parent[i], e->d_name);
+			(void) rmdir(path);
+		}
+		closedir(d);
+	}
 }

@@ -125,7 +125,8 @@ static void check_cgroups(nsbox_check *c)
 	else if (h.driver == CG_V1)
 		add(c, "cgroups", false, NSBOX_CHECK_OK, NULL,
 		    "cgroup v1: run cgroups go below '%s' (memory), '%s' (pids), '%s' (cpu), '%s' (cpuacct)",
-		    h.parent[CG_MEMORY], h.parent[CG_PIDS], h.parent[CG_CPU], h.parent[CG_CPUACCT]);
+		    h.parent[CG_MEMORY], h.parent[CG_PIDS], h.parent[CG_CPU],
+		    h.parent[CG_CPUACCT] ? h.parent[CG_CPUACCT] : "not used");
 	else
 		add(c, "cgroups", false, NSBOX_CHECK_WARN, remedy,
 		    "none usable (%s): limits fall back to rlimits and CPU pinning", h.reason);

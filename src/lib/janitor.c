@@ -1,15 +1,16 @@
-/* The janitor is started with a double fork so that it is nobody's child
- * for long (the intermediate exits at once and we reap it), lives in its own
- * session (a terminal's Ctrl-C does not reach it), and keeps only the read
- * end of a pipe. When every write end is closed - the supervisor finished,
- * or was killed - it kills what is left in the cgroups (v2) and removes
- * them, waiting for the last processes to leave. It runs in a raw clone of
- * a possibly threaded program, so it uses no allocation and no stdio: the
- * paths are prepared before the fork. */
+/* The janitor is our child with no exit signal (an embedding program's
+ * SIGCHLD handling never sees it; we reap it through its pidfd), lives in
+ * its own session (a terminal's Ctrl-C does not reach it), and keeps only
+ * the read end of a pipe. When every write end is closed - the supervisor
+ * finished, or was killed - it kills what is left in the cgroups (v2) and
+ * removes them, waiting for the last processes to leave. It runs in a raw
+ * clone of a possibly threaded program, so it uses no allocation and no
+ * stdio: the paths are prepared before the clone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,7 @@
 
 typedef struct janitor_plan {
 	char dirs[CG_N][PATH_MAX];
-	char kill_file[PATH_MAX];   /* v2 cgroup.kill, or "" */
+	char kill_file[PATH_MAX + 16];   /* v2 cgroup.kill, or "" */
 	int n;
 } janitor_plan;
 
@@ -63,45 +64,56 @@ __attribute__((noreturn)) static void janitor_main(const janitor_plan *jp, int w
 	_exit(0);
 }
 
-int janitor_start(const cgroup *cg, int *wake, nsbox_error **err)
+int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **err)
 {
-	janitor_plan jp;
-	memset(&jp, 0, sizeof(jp));
-	for (int i = CG_N - 1; i >= 0; i--)
-		if (cg->path[i])
-			snprintf(jp.dirs[jp.n++], PATH_MAX, "%s", cg->path[i]);
-	if (cg->driver == CG_V2)
-		snprintf(jp.kill_file, sizeof(jp.kill_file), "%s/cgroup.kill", cg->path[0]);
+	/* Large: keep it off the stack. The child reads its own copy. */
+	_cleanup_free_ janitor_plan *jpp = calloc(1, sizeof(*jpp));
+	if (!jpp)
+		return nsbox_err(err, ENOMEM, "cgroup", "start the cgroup janitor");
+	janitor_plan *const jp = jpp;
+	for (int i = CG_N - 1; i >= 0; i--) {
+		if (!h->parent[i])
+			continue;
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/%s", h->parent[i], name);
+		bool dup = false;
+		for (int k = 0; k < jp->n; k++)
+			dup |= !strcmp(jp->dirs[k], dir);
+		if (!dup)
+			snprintf(jp->dirs[jp->n++], PATH_MAX, "%s", dir);
+	}
+	if (h->driver == CG_V2)
+		snprintf(jp->kill_file, sizeof(jp->kill_file), "%s/cgroup.kill", jp->dirs[0]);
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return nsbox_err(err, errno, "cgroup", "create the janitor's pipe");
 	int pidfd = -1;
 	struct clone_args ca = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
-	pid_t mid = (pid_t) sys_clone3(&ca);
-	if (mid < 0) {
+	pid_t pid = (pid_t) sys_clone3(&ca);
+	if (pid < 0) {
 		int e = errno;
 		close(p[0]);
 		close(p[1]);
 		return nsbox_err(err, e, "cgroup", "start the cgroup janitor");
 	}
-	if (mid == 0) {
-		struct clone_args fa = { .exit_signal = SIGCHLD };
-		pid_t j = (pid_t) sys_clone3(&fa);
-		if (j == 0) {
-			close(p[1]);
-			janitor_main(&jp, p[0]);
-		}
-		_exit(j < 0 ? 1 : 0);
+	if (pid == 0) {
+		close(p[1]);
+		janitor_main(jp, p[0]);
 	}
 	close(p[0]);
-	siginfo_t si = { 0 };
-	while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
-		;
-	close(pidfd);
-	if (si.si_code != CLD_EXITED || si.si_status != 0) {
-		close(p[1]);
-		return nsbox_err(err, ECHILD, "cgroup", "start the cgroup janitor: it failed");
-	}
-	*wake = p[1];
+	*j = (janitor){ .pid = pid, .pidfd = pidfd, .wake = p[1] };
 	return 0;
+}
+
+void janitor_finish(janitor *j)
+{
+	if (j->wake >= 0)
+		close(j->wake);
+	if (j->pidfd >= 0) {
+		siginfo_t si;
+		while (waitid(P_PIDFD, (id_t) j->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+			;
+		close(j->pidfd);
+	}
+	*j = (janitor){ .pid = 0, .pidfd = -1, .wake = -1 };
 }

@@ -6,8 +6,17 @@
 #include "cgroup.h"
 #include "nsbox.h"
 
-/* Start a janitor for `cg`. *wake is the write end of a pipe: closing it
- * (explicitly, or by our death) sends the janitor to work. */
-int janitor_start(const cgroup *cg, int *wake, nsbox_error **err);
+typedef struct janitor {
+	pid_t pid;
+	int pidfd;
+	int wake;     /* write end of its pipe */
+} janitor;
+
+/* Start a janitor for the cgroups named `name` below the host's parents,
+ * before they are created (so no moment exists when they could be left
+ * behind). Closing j->wake (explicitly, or by our death) sends it to work. */
+int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **err);
+/* Release the janitor after we removed the cgroups ourselves, and reap it. */
+void janitor_finish(janitor *j);
 
 #endif

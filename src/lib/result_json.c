@@ -54,6 +54,10 @@ static void resources(buf *b, const nsbox_result *r)
 			buf_puts(b, "null");
 		if (st->have_cpu)
 			buf_printf(b, ",\"cpu_user_ms\":%.3f,\"cpu_system_ms\":%.3f", st->cpu_user_ms, st->cpu_system_ms);
+		else if (r->have_rusage)
+			buf_printf(b, ",\"cpu_user_ms\":%.3f,\"cpu_system_ms\":%.3f",
+			           (double) r->rusage.ru_utime.tv_sec * 1e3 + (double) r->rusage.ru_utime.tv_usec / 1e3,
+			           (double) r->rusage.ru_stime.tv_sec * 1e3 + (double) r->rusage.ru_stime.tv_usec / 1e3);
 		else
 			buf_puts(b, ",\"cpu_user_ms\":null,\"cpu_system_ms\":null");
 		if (st->have_pids_peak)

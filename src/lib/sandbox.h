@@ -9,6 +9,7 @@
 
 #include "capture.h"
 #include "cgroup.h"
+#include "janitor.h"
 #include "nsbox.h"
 #include "plan.h"
 #include "proto.h"
@@ -35,12 +36,15 @@ struct nsbox_sandbox {
 	struct rusage rusage;
 	/* limits */
 	cgroup *cg;           /* NULL in rlimit mode */
-	int janitor_fd;       /* closing it releases the janitor */
+	janitor jan;          /* removes the cgroup if we are killed */
+	char cg_name[64];
 	bool have_cg_stats;
 	cg_stats cg_stats;
 	uint64_t stats_interval_ms;
 	int stats_fd;
 	uint64_t pids_seen;   /* highest sampled process count (rlimit mode) */
+	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
+	ino_t pidns_ino;
 };
 
 struct nsbox_result {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,20 +53,28 @@ static pid_t clone_sandbox(uint64_t flags, int cgroup_fd, int *pidfd, bool *into
 	return (pid_t) syscall(SYS_clone, (unsigned long) flags | CLONE_PIDFD, NULL, pidfd, NULL, 0);
 }
 
-/* The run's cgroup and the janitor that removes it if we are killed. */
+/* The run's cgroup, named after us so that a later run can tell it was
+ * left by a supervisor that no longer exists. */
 static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
 {
 	if (sb->plan->cg_host.driver == CG_NONE)
 		return 0;
-	char name[64], rnd[8] = { 0 };
+	char rnd[4] = { 0 };
 	if (getrandom(rnd, sizeof(rnd), 0) < 0)
 		memset(rnd, 0, sizeof(rnd));
-	snprintf(name, sizeof(name), "nsbox-%d-%02x%02x%02x%02x", (int) getpid(), (unsigned char) rnd[0],
-	         (unsigned char) rnd[1], (unsigned char) rnd[2], (unsigned char) rnd[3]);
-	int r = cgroup_create(&sb->plan->cg_host, name, &sb->plan->limits, &sb->cg, err);
-	if (r < 0)
-		return nsbox_err_prefix(err, r, "set up resource limits");
-	return janitor_start(sb->cg, &sb->janitor_fd, err);
+	snprintf(sb->cg_name, sizeof(sb->cg_name), "nsbox-%d-%02x%02x%02x%02x", (int) getpid(),
+	         (unsigned char) rnd[0], (unsigned char) rnd[1], (unsigned char) rnd[2], (unsigned char) rnd[3]);
+	cg_host *h = &sb->plan->cg_host;
+	cgroup_collect_stale(h);
+	/* cgroup v1's cpuacct, when mounted apart from cpu, costs a directory
+	 * of its own; it is only needed for live CPU samples. */
+	if (h->driver == CG_V1 && !sb->stats_interval_ms && h->parent[CG_CPUACCT] &&
+	    strcmp(h->parent[CG_CPUACCT], h->parent[CG_CPU])) {
+		free(h->parent[CG_CPUACCT]);
+		h->parent[CG_CPUACCT] = NULL;
+	}
+	int r = cgroup_create(h, sb->cg_name, &sb->plan->limits, &sb->cg, err);
+	return r < 0 ? nsbox_err_prefix(err, r, "set up resource limits") : 0;
 }
 
 static int open_streams(nsbox_sandbox *sb, const nsbox_spawn_options *o, int child_stdio[3],
@@ -99,10 +108,12 @@ static void close_fds(int *fds, size_t n);
 static int open_tasks_files(const cgroup *cg, int fds[CG_N], nsbox_error **err)
 {
 	for (int i = 0; i < CG_N; i++) {
+		if (!cg->path[i])
+			continue;
 		bool dup = false;
 		for (int j = 0; j < i; j++)
 			dup |= cg->path[j] && !strcmp(cg->path[i], cg->path[j]);
-		if (!cg->path[i] || dup)
+		if (dup)
 			continue;
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/tasks", cg->path[i]);
@@ -133,7 +144,8 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	nsbox_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return nsbox_err(err, ENOMEM, "spawn", "start sandbox");
-	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = sb->janitor_fd = -1;
+	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = -1;
+	sb->jan = (janitor){ .pid = 0, .pidfd = -1, .wake = -1 };
 	sb->signal_fd = o->signal_fd;
 	sb->stats_interval_ms = o->stats_interval_ms;
 	sb->stats_fd = o->stats_interval_ms ? o->stats_fd : -1;
@@ -180,6 +192,16 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	}
 	sb->pid = pid;
 	sb->sync_fd = TAKE_FD(sv[0]);
+	if (sb->stats_interval_ms && !sb->cg) {
+		/* Read now: once pid 1 is non-dumpable only root may. */
+		char path[64];
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int) pid);
+		if (stat(path, &st) == 0) {
+			sb->pidns_dev = st.st_dev;
+			sb->pidns_ino = st.st_ino;
+		}
+	}
 	close_fds(close_after, ARRAY_SIZE(close_after));
 
 	/* cgroup v2 without CLONE_INTO_CGROUP: the child waits for MSG_GO, so
@@ -200,6 +222,14 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	if (send(sb->sync_fd, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go)) {
 		r = nsbox_err(err, errno, "spawn", "release the sandbox");
 		goto fail;
+	}
+	/* The janitor is started while the child sets up on another CPU. Were
+	 * we killed before it exists, the next run collects the cgroup (its
+	 * name carries our pid). */
+	if (sb->cg) {
+		r = janitor_start(&sb->plan->cg_host, sb->cg_name, &sb->jan, err);
+		if (r < 0)
+			goto fail;
 	}
 	*out = sb;
 	return 0;
@@ -236,8 +266,8 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 			;
 	}
 	(void) cgroup_destroy(sb->cg);
-	/* Closing the pipe releases the janitor, which finds nothing to do. */
-	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->janitor_fd };
+	janitor_finish(&sb->jan);
+	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1] };
 	close_fds(fds, ARRAY_SIZE(fds));
 	for (int i = 0; i < 2; i++)
 		capture_free(&sb->streams[i]);

@@ -31,9 +31,7 @@ static bool read_small(const char *path, char *out, size_t len)
 static void sample_proc(const nsbox_sandbox *sb, cg_sample *s)
 {
 	char path[PATH_MAX];
-	struct stat ns;
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int) sb->pid);
-	if (stat(path, &ns) < 0)
+	if (!sb->pidns_ino)
 		return;
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -45,7 +43,7 @@ static void sample_proc(const nsbox_sandbox *sb, cg_sample *s)
 			continue;
 		struct stat st;
 		snprintf(path, sizeof(path), "/proc/%s/ns/pid", e->d_name);
-		if (stat(path, &st) < 0 || st.st_ino != ns.st_ino || st.st_dev != ns.st_dev)
+		if (stat(path, &st) < 0 || st.st_ino != sb->pidns_ino || st.st_dev != sb->pidns_dev)
 			continue;
 		s->pids++;
 		char text[1024];

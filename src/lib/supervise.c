@@ -205,9 +205,9 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (sb->cg) {
 		cgroup_stats(sb->cg, &sb->cg_stats);
 		sb->have_cg_stats = true;
-		/* Should a directory refuse to go, the janitor (released when the
-		 * sandbox is freed) keeps trying. */
+		/* Should a directory refuse to go, the janitor keeps trying. */
 		(void) cgroup_destroy(TAKE_PTR(sb->cg));
+		janitor_finish(&sb->jan);
 	}
 	return result_from_sandbox(sb, out, err);
 }
