@@ -13,7 +13,7 @@ const char run_usage[] =
 	"  --image NAME            root filesystem from the image store (default: default)\n"
 	"  --rootfs DIR            root filesystem from a directory\n"
 	"  --policy FILE           YAML policy; options below override it\n"
-	"  -m, --memory SIZE       memory limit (512m)\n"
+	"  -m, --memory SIZE       memory limit, no swap beyond it (512m)\n"
 	"      --cpus N            CPU quota in cores (1)\n"
 	"      --pids-limit N      process/thread limit (64)\n"
 	"      --timeout DURATION  wall-clock limit; then the whole sandbox is killed (60s, 0: none)\n"

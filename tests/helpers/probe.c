@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <sched.h>
 #include <time.h>
@@ -344,6 +345,18 @@ int main(int argc, char **argv)
 		sched_getaffinity(0, sizeof(set), &set);
 		printf("cpus=%d\n", CPU_COUNT(&set));
 		return 0;
+	}
+	if (!strcmp(mode, "runas") && argc > 4) {
+		/* probe runas UID GID CMD...: drop to UID:GID (the cgroup v2 guest
+		 * has no setpriv) */
+		gid_t g = (gid_t) atoi(argv[3]);
+		if (setgroups(1, &g) < 0 || setgid(g) < 0 || setuid((uid_t) atoi(argv[2])) < 0) {
+			perror("probe runas");
+			return 125;
+		}
+		execvp(argv[4], argv + 4);
+		perror("probe runas: exec");
+		return 127;
 	}
 	if (!strcmp(mode, "env")) {
 		extern char **environ;
