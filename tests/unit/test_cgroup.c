@@ -1,0 +1,177 @@
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "unit.h"
+
+static char tmp[64];
+
+static void put(const char *rel, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void dir(const char *rel)
+{
+	char path[512], cmd[600];
+	snprintf(path, sizeof(path), "%s/%s", tmp, rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void setup(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/nsbox-cgunit-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	(void) !system(cmd);
+}
+
+/* A mountinfo line for a cgroup mount at tmp/POINT with root ROOT. */
+static void mountinfo(const char *lines)
+{
+	put("mountinfo", lines);
+}
+
+static void probe(cg_host *h)
+{
+	char mi[512], cg[512];
+	snprintf(mi, sizeof(mi), "%s/mountinfo", tmp);
+	snprintf(cg, sizeof(cg), "%s/cgroup", tmp);
+	cgroup_probe_files(mi, cg, NULL, h);
+}
+
+START_TEST(test_v2_delegated)
+{
+	char lines[2048];
+	snprintf(lines, sizeof(lines),
+	         "30 1 0:26 / /proc rw - proc proc rw\n"
+	         "31 23 0:27 / %s/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n", tmp);
+	mountinfo(lines);
+	put("cgroup", "0::/user.slice/app\n");
+	dir("unified/user.slice/app");
+	put("unified/user.slice/app/cgroup.controllers", "cpuset cpu io memory pids\n");
+	cg_host h;
+	probe(&h);
+	ck_assert_int_eq(h.driver, CG_V2);
+	char want[512];
+	snprintf(want, sizeof(want), "%s/unified/user.slice/app", tmp);
+	ck_assert_str_eq(h.parent[0], want);
+	cgroup_host_free(&h);
+}
+END_TEST
+
+START_TEST(test_v2_without_memory_falls_back_to_v1)
+{
+	char lines[4096];
+	snprintf(lines, sizeof(lines),
+	         "31 23 0:27 / %s/unified rw - cgroup2 cgroup2 rw\n"
+	         "32 23 0:28 / %s/memory rw - cgroup cgroup rw,memory\n"
+	         "33 23 0:29 / %s/pids rw - cgroup cgroup rw,pids\n"
+	         "34 23 0:30 / %s/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n", tmp, tmp, tmp, tmp);
+	mountinfo(lines);
+	put("cgroup", "9:pids:/\n4:memory:/svc/x\n2:cpu,cpuacct:/\n0::/\n");
+	dir("unified");
+	put("unified/cgroup.controllers", "\n");
+	dir("memory/svc/x");
+	dir("pids");
+	dir("cpu,cpuacct");
+	cg_host h;
+	probe(&h);
+	ck_assert_int_eq(h.driver, CG_V1);
+	char want[512];
+	snprintf(want, sizeof(want), "%s/memory/svc/x", tmp);
+	ck_assert_str_eq(h.parent[CG_MEMORY], want);
+	snprintf(want, sizeof(want), "%s/cpu,cpuacct", tmp);
+	ck_assert_str_eq(h.parent[CG_CPU], want);
+	ck_assert_str_eq(h.parent[CG_CPUACCT], want);   /* co-mounted: one directory */
+	cgroup_host_free(&h);
+}
+END_TEST
+
+START_TEST(test_mount_root_is_stripped)
+{
+	/* A hierarchy mounted from a subtree (as in a container): our path
+	 * "/svc/x" under a mount whose root is "/svc" lives at POINT/x. */
+	char lines[4096];
+	snprintf(lines, sizeof(lines),
+	         "32 23 0:28 /svc %s/memory rw - cgroup cgroup rw,memory\n"
+	         "33 23 0:29 / %s/pids rw - cgroup cgroup rw,pids\n"
+	         "34 23 0:30 / %s/cpu rw - cgroup cgroup rw,cpu\n", tmp, tmp, tmp);
+	mountinfo(lines);
+	put("cgroup", "4:memory:/svc/x\n3:pids:/\n2:cpu:/\n");
+	dir("memory/x");
+	dir("pids");
+	dir("cpu");
+	cg_host h;
+	probe(&h);
+	ck_assert_int_eq(h.driver, CG_V1);
+	char want[512];
+	snprintf(want, sizeof(want), "%s/memory/x", tmp);
+	ck_assert_str_eq(h.parent[CG_MEMORY], want);
+	ck_assert_ptr_null(h.parent[CG_CPUACCT]);   /* not mounted: optional */
+	cgroup_host_free(&h);
+}
+END_TEST
+
+START_TEST(test_nothing_usable_says_why)
+{
+	char lines[1024];
+	snprintf(lines, sizeof(lines), "32 23 0:28 / %s/memory rw - cgroup cgroup rw,memory\n", tmp);
+	mountinfo(lines);
+	put("cgroup", "4:memory:/\n");
+	dir("memory");
+	cg_host h;
+	probe(&h);
+	ck_assert_int_eq(h.driver, CG_NONE);
+	ck_assert_msg(strstr(h.reason, "cgroup v2 is not mounted") != NULL, "%s", h.reason);
+	ck_assert_msg(strstr(h.reason, "the cgroup v1 pids hierarchy is not mounted") != NULL, "%s", h.reason);
+	cgroup_host_free(&h);
+}
+END_TEST
+
+START_TEST(test_read_keys)
+{
+	put("memory.events", "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n");
+	put("memory.max", "max\n");
+	put("pids.current", "7\n");
+	uint64_t v = 0;
+	ck_assert_int_eq(cg_read_key(tmp, "memory.events", "oom_kill", &v), 0);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(cg_read_key(tmp, "memory.events", "oom", &v), 0);   /* not "oom_kill" */
+	ck_assert_uint_eq(v, 2);
+	ck_assert_int_eq(cg_read_key(tmp, "memory.events", "nope", &v), -ENOENT);
+	ck_assert_int_eq(cg_read_u64(tmp, "memory.max", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(cg_read_u64(tmp, "pids.current", &v), 0);
+	ck_assert_uint_eq(v, 7);
+	ck_assert_int_eq(cg_read_u64(tmp, "missing", &v), -ENOENT);
+}
+END_TEST
+
+int main(void)
+{
+	TCase *tc = tcase_create("cgroup");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_v2_delegated);
+	tcase_add_test(tc, test_v2_without_memory_falls_back_to_v1);
+	tcase_add_test(tc, test_mount_root_is_stripped);
+	tcase_add_test(tc, test_nothing_usable_says_why);
+	tcase_add_test(tc, test_read_keys);
+	return unit_run("cgroup", tc);
+}
