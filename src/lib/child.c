@@ -234,6 +234,11 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	 * supervisor, which stays open until then to report an exec failure. */
 	if (sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		fail(a, STEP_CLOSE_FDS, -1, errno);
+	/* The filter goes last: capabilities are gone and no_new_privs is set,
+	 * and nothing but execve (and reporting its failure) follows. */
+	r = sc_install(&p->seccomp);
+	if (r < 0)
+		fail(a, STEP_SECCOMP, -1, r);
 	int e = exec_search(p);
 	child_report(a->sync_fd, STEP_EXEC, -1, e);
 	_exit(e == ENOENT ? 127 : 126);

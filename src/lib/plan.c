@@ -43,6 +43,7 @@ static const char *const step_names[STEP__MAX] = {
 	[STEP_RLIMITS] = "set resource limits",
 	[STEP_AFFINITY] = "pin to the allowed CPUs",
 	[STEP_CGROUP] = "join the run's cgroup",
+	[STEP_SECCOMP] = "install the seccomp filter",
 };
 
 const char *plan_step_name(enum step s)
@@ -87,6 +88,8 @@ void plan_free(nsbox_plan *p)
 	free(p->workdir);
 	free(p->namespaces_json);
 	free(p->warning);
+	sc_bpf_free(&p->seccomp);
+	free(p->seccomp_label);
 	cgroup_host_free(&p->cg_host);
 	free(p->network);
 	nsbox_config_free(p->cfg);
@@ -398,6 +401,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	r = r ?: plan_rootfs(p, cfg, err);
 	r = r ?: idmap_plan(p, cfg, err);
 	r = r ?: limits_plan(p, cfg, err);
+	r = r ?: sc_prepare(cfg->seccomp, false, &p->seccomp, &p->seccomp_label, &p->seccomp_cached, err);
 	r = r ?: plan_mounts(p, cfg, home, err);
 	r = r ?: plan_env(p, cfg, err);
 	if (r == 0) {

@@ -11,6 +11,7 @@
 #include <sched.h>
 
 #include "cgroup.h"
+#include "seccomp.h"
 #include "conf.h"
 #include "nsbox.h"
 
@@ -19,7 +20,7 @@ enum step {
 	STEP_SYNC = 1, STEP_SETUP_IDS, STEP_MOUNT_PRIVATE, STEP_ROOT, STEP_MOUNT_OP,
 	STEP_PIVOT_ROOT, STEP_HOSTNAME, STEP_LOOPBACK, STEP_FORK, STEP_STDIO, STEP_SETSID,
 	STEP_CAPS, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_NO_NEW_PRIVS, STEP_CHDIR,
-	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP__MAX
+	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP_SECCOMP, STEP__MAX
 };
 
 /* One mount operation, relative to the new root (bubblewrap's setup ops). */
@@ -97,6 +98,11 @@ typedef struct nsbox_plan {
 	bool pin_cpus;              /* rlimit mode: pin the payload to cpu_mask */
 	cpu_set_t cpu_mask;
 	int cpu_count;
+
+	/* seccomp */
+	sc_bpf seccomp;             /* n == 0: unconfined */
+	char *seccomp_label;        /* for the record */
+	bool seccomp_cached;
 
 	/* what the result record reports */
 	uint64_t timeout_ms;

@@ -106,6 +106,7 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->have_rusage = true;
 	r->rusage = sb->rusage;
 	r->enforced_by = sb->plan->enforced_by;
+	r->seccomp = sb->plan->seccomp_label ? strdup(sb->plan->seccomp_label) : NULL;
 	r->have_cg_stats = sb->have_cg_stats;
 	r->cg_stats = sb->cg_stats;
 	r->oom_killed = sb->have_cg_stats && sb->cg_stats.oom_kills > 0;
@@ -178,6 +179,7 @@ void nsbox_result_free(nsbox_result *r)
 	nsbox_config_free(r->cfg);
 	free(r->namespaces_json);
 	free(r->network);
+	free(r->seccomp);
 	free(r);
 }
 

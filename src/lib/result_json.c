@@ -100,8 +100,10 @@ static void limits(buf *b, const nsbox_config *c, const char *enforced_by)
 
 static void isolation(buf *b, const nsbox_result *r)
 {
-	buf_printf(b, ",\"isolation\":{\"rootless\":%s,\"namespaces\":%s,\"seccomp\":null,\"network\":",
+	buf_printf(b, ",\"isolation\":{\"rootless\":%s,\"namespaces\":%s,\"seccomp\":",
 	           r->rootless ? "true" : "false", r->namespaces_json ? r->namespaces_json : "[]");
+	json_cstr(b, r->seccomp);
+	buf_puts(b, ",\"network\":");
 	json_cstr(b, r->network);
 	if (r->cfg)
 		buf_printf(b, ",\"user\":\"%u:%u\"", (unsigned) r->cfg->uid, (unsigned) r->cfg->gid);

@@ -69,6 +69,7 @@ struct nsbox_result {
 	char *namespaces_json;
 	char *network;
 	const char *enforced_by;  /* static string */
+	char *seccomp;            /* profile label, or NULL */
 	bool have_cg_stats;
 	cg_stats cg_stats;
 	bool pids_limit_hit;
