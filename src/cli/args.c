@@ -28,7 +28,7 @@ const char run_usage[] =
 	"      --env-pass NAME     copy a variable from this environment\n"
 	"  -u, --user UID[:GID]    identity inside (1000:1000)\n"
 	"      --hostname NAME     hostname inside (nsbox)\n"
-	"      --seccomp PROFILE   seccomp profile (not enforced in this version)\n"
+	"      --seccomp PROFILE   default, strict, a profile file, or unconfined (default)\n"
 	"      --ulimit NAME=VALUE nofile=N or fsize=SIZE (1024, 1g)\n"
 	"      --require-cgroup    refuse to run when limits cannot be enforced by a cgroup\n"
 	"      --cgroup-parent DIR a delegated cgroup v2 directory to create run cgroups in\n"

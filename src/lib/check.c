@@ -196,7 +196,7 @@ static void check_seccomp(nsbox_check *c)
 	bool log = syscall(__NR_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
 	add(c, "seccomp", false, mode >= 0 ? NSBOX_CHECK_OK : NSBOX_CHECK_MISSING,
 	    "build the kernel with CONFIG_SECCOMP_FILTER",
-	    "%s (user notification %s, log action %s); this version loads no filter yet",
+	    "%s (user notification %s, log action %s)",
 	    mode < 0 ? strerror(errno) : mode == 0 ? "available" : "available (nsbox itself is filtered)",
 	    notif ? "yes" : "no", log ? "yes" : "no");
 }
