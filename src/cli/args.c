@@ -29,6 +29,7 @@ const char run_usage[] =
 	"  -u, --user UID[:GID]    identity inside (1000:1000)\n"
 	"      --hostname NAME     hostname inside (nsbox)\n"
 	"      --seccomp PROFILE   default, strict, a profile file, or unconfined (default)\n"
+	"      --seccomp-log       record the system calls the filter denied, in the record\n"
 	"      --ulimit NAME=VALUE nofile=N or fsize=SIZE (1024, 1g)\n"
 	"      --require-cgroup    refuse to run when limits cannot be enforced by a cgroup\n"
 	"      --cgroup-parent DIR a delegated cgroup v2 directory to create run cgroups in\n"
@@ -46,7 +47,7 @@ enum {
 	OPT_IMAGE = 256, OPT_ROOTFS, OPT_POLICY, OPT_CPUS, OPT_PIDS, OPT_TIMEOUT, OPT_TMPFS,
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
-	OPT_STATS_INTERVAL, OPT_STATS_FILE,
+	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG,
 };
 
 static const struct option long_opts[] = {
@@ -73,6 +74,7 @@ static const struct option long_opts[] = {
 	{ "result-file", required_argument, NULL, OPT_RESULT_FILE },
 	{ "interactive", no_argument, NULL, 'i' },
 	{ "ulimit", required_argument, NULL, OPT_ULIMIT },
+	{ "seccomp-log", no_argument, NULL, OPT_SECCOMP_LOG },
 	{ "require-cgroup", no_argument, NULL, OPT_REQUIRE_CGROUP },
 	{ "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
 	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
@@ -152,6 +154,10 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 		case 'i': a->interactive = true; continue;
 		case OPT_STATS_INTERVAL: a->stats_interval = optarg; continue;
 		case OPT_STATS_FILE: a->stats_file = optarg; continue;
+		case OPT_SECCOMP_LOG:
+			if (push(a, "security.seccomp_log", "true", "--seccomp-log") < 0)
+				goto oom;
+			continue;
 		case OPT_REQUIRE_CGROUP:
 			if (push(a, "limits.require_cgroup", "true", "--require-cgroup") < 0)
 				goto oom;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -236,9 +237,28 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 		fail(a, STEP_CLOSE_FDS, -1, errno);
 	/* The filter goes last: capabilities are gone and no_new_privs is set,
 	 * and nothing but execve (and reporting its failure) follows. */
-	r = sc_install(&p->seccomp);
+	int listener = -1;
+	r = sc_install(&p->seccomp, &listener);
 	if (r < 0)
 		fail(a, STEP_SECCOMP, -1, r);
+	if (listener >= 0) {
+		/* --seccomp-log: hand the listener to the supervisor, which
+		 * answers (refuses) and counts each denied call. */
+		msg m = { .type = MSG_LISTENER };
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		memset(cbuf, 0, sizeof(cbuf));
+		struct iovec iov = { &m, sizeof(m) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+		                     .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &listener, sizeof(int));
+		if (sendmsg(a->sync_fd, &mh, MSG_NOSIGNAL) < 0)
+			fail(a, STEP_SECCOMP, -1, errno);
+		close(listener);
+	}
 	int e = exec_search(p);
 	child_report(a->sync_fd, STEP_EXEC, -1, e);
 	_exit(e == ENOENT ? 127 : 126);

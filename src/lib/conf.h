@@ -24,6 +24,7 @@ struct nsbox_config {
 	char *hostname;
 	char *workdir;        /* NULL: default */
 	char *seccomp;
+	bool seccomp_log;     /* record denied system calls */
 	uint64_t memory;
 	double cpus;
 	uint64_t pids;

@@ -349,7 +349,7 @@ enum key_id {
 	K_IMAGE, K_ROOTFS, K_HOSTNAME, K_WORKDIR, K_MEMORY, K_CPUS, K_PIDS, K_TIMEOUT,
 	K_TMPFS, K_OUTPUT, K_NET_MODE, K_NET_ALLOW, K_RO_ROOT, K_SYSFS, K_MOUNTS,
 	K_FORBIDDEN, K_ALLOWED_ROOTS, K_DENY_CHANGES, K_ENV_SET, K_ENV_PASS, K_USER, K_SECCOMP,
-	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_CGROUP_PARENT,
+	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_CGROUP_PARENT, K_SECCOMP_LOG,
 };
 
 static const struct key_def {
@@ -384,6 +384,7 @@ static const struct key_def {
 	{ "environment.pass", K_ENV_PASS, true, "a variable name" },
 	{ "security.user", K_USER, false, "UID[:GID]" },
 	{ "security.seccomp", K_SECCOMP, false, "a profile name, a file, or unconfined" },
+	{ "security.seccomp_log", K_SECCOMP_LOG, false, "true or false" },
 };
 
 static const struct key_def *find_key(const char *key)
@@ -463,6 +464,8 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 		if (!strcmp(v, "unlimited"))
 			v = "0";
 		return parse_size(v, &c->fsize) < 0 ? -EINVAL : 0;
+	case K_SECCOMP_LOG:
+		return parse_bool(v, &c->seccomp_log) < 0 ? -EINVAL : 0;
 	case K_REQUIRE_CGROUP:
 		return parse_bool(v, &c->require_cgroup) < 0 ? -EINVAL : 0;
 	case K_CGROUP_PARENT:

@@ -89,6 +89,7 @@ void plan_free(nsbox_plan *p)
 	free(p->namespaces_json);
 	free(p->warning);
 	sc_bpf_free(&p->seccomp);
+	free(p->seccomp_answers.v);
 	free(p->seccomp_label);
 	cgroup_host_free(&p->cg_host);
 	free(p->network);
@@ -401,7 +402,8 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	r = r ?: plan_rootfs(p, cfg, err);
 	r = r ?: idmap_plan(p, cfg, err);
 	r = r ?: limits_plan(p, cfg, err);
-	r = r ?: sc_prepare(cfg->seccomp, false, &p->seccomp, &p->seccomp_label, &p->seccomp_cached, err);
+	r = r ?: sc_prepare(cfg->seccomp, cfg->seccomp_log, &p->seccomp, &p->seccomp_label,
+	                    &p->seccomp_cached, &p->seccomp_answers, err);
 	r = r ?: plan_mounts(p, cfg, home, err);
 	r = r ?: plan_env(p, cfg, err);
 	if (r == 0) {

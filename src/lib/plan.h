@@ -103,6 +103,7 @@ typedef struct nsbox_plan {
 	sc_bpf seccomp;             /* n == 0: unconfined */
 	char *seccomp_label;        /* for the record */
 	bool seccomp_cached;
+	sc_answers seccomp_answers;   /* --seccomp-log */
 
 	/* what the result record reports */
 	uint64_t timeout_ms;

@@ -11,6 +11,7 @@ enum msg_type {
 	MSG_GO = 1,     /* supervisor -> child: id maps are written */
 	MSG_ERROR,      /* child -> supervisor: step, index, errno */
 	MSG_EXIT,       /* init -> supervisor: the payload's wait status */
+	MSG_LISTENER,   /* payload -> supervisor: the seccomp listener, as SCM_RIGHTS */
 };
 
 typedef struct msg {

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "cleanup.h"
 #include "json.h"
 #include "sandbox.h"
 
@@ -106,6 +107,10 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->have_rusage = true;
 	r->rusage = sb->rusage;
 	r->enforced_by = sb->plan->enforced_by;
+	r->seccomp_log = sb->plan->seccomp.notify;
+	r->denied = TAKE_PTR(sb->denied);
+	r->n_denied = sb->n_denied;
+	sb->n_denied = 0;
 	r->seccomp = sb->plan->seccomp_label ? strdup(sb->plan->seccomp_label) : NULL;
 	r->have_cg_stats = sb->have_cg_stats;
 	r->cg_stats = sb->cg_stats;
@@ -180,6 +185,9 @@ void nsbox_result_free(nsbox_result *r)
 	free(r->namespaces_json);
 	free(r->network);
 	free(r->seccomp);
+	for (size_t i = 0; i < r->n_denied; i++)
+		free(r->denied[i].name);
+	free(r->denied);
 	free(r);
 }
 

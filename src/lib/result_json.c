@@ -140,6 +140,17 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	limits(&b, r->cfg, r->enforced_by);
 	isolation(&b, r);
 	buf_puts(&b, ",\"changes\":[]");
+	if (r->seccomp_log) {
+		buf_puts(&b, ",\"denied\":[");
+		for (size_t i = 0; i < r->n_denied; i++) {
+			buf_puts(&b, i ? ",{\"syscall\":" : "{\"syscall\":");
+			json_cstr(&b, r->denied[i].name);
+			buf_printf(&b, ",\"count\":%llu}", (unsigned long long) r->denied[i].count);
+		}
+		buf_puts(&b, "]");
+	} else {
+		buf_puts(&b, ",\"denied\":null");
+	}
 	if (r->error) {
 		buf_puts(&b, ",\"error\":{\"step\":");
 		json_cstr(&b, r->error->step);

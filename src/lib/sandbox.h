@@ -14,6 +14,11 @@
 #include "plan.h"
 #include "proto.h"
 
+typedef struct denied_call {
+	char *name;
+	uint64_t count;
+} denied_call;
+
 struct nsbox_sandbox {
 	nsbox_plan *plan;
 	pid_t pid;            /* init, in our pid namespace */
@@ -43,6 +48,9 @@ struct nsbox_sandbox {
 	uint64_t stats_interval_ms;
 	int stats_fd;
 	uint64_t pids_seen;   /* highest sampled process count (rlimit mode) */
+	int notify_fd;        /* --seccomp-log listener, or -1 */
+	denied_call *denied;
+	size_t n_denied;
 	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
 	ino_t pidns_ino;
 };
@@ -74,7 +82,13 @@ struct nsbox_result {
 	cg_stats cg_stats;
 	bool pids_limit_hit;
 	bool oom_killed;
+	bool seccomp_log;
+	denied_call *denied;  /* owned */
+	size_t n_denied;
 };
+
+/* seccomp_notify.c: serve the --seccomp-log listener; false when it is done. */
+bool notify_handle(nsbox_sandbox *sb);
 
 /* result.c: turn what the supervisor saw into a result. */
 int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);

@@ -19,7 +19,24 @@ typedef struct sc_layer {
 typedef struct sc_bpf {
 	sc_layer layers[2];
 	int n;
+	bool notify;          /* layer 0 reports its denials to a listener */
 } sc_bpf;
+
+/* --seccomp-log: how the supervisor answers a notified system call. */
+typedef struct sc_answer {
+	int nr;
+	int errnum;
+} sc_answer;
+
+typedef struct sc_answers {
+	sc_answer *v;
+	size_t n;
+	int default_errno;
+} sc_answers;
+
+/* The errno each unconditional denial of layer 0 returns, by syscall number. */
+int sc_answers_build(const sc_profile *p, sc_answers *out);
+int sc_answer_for(const sc_answers *a, int nr);
 
 int sc_compile(const sc_profile *p, bool notify, sc_bpf *out, nsbox_error **err);
 void sc_bpf_free(sc_bpf *b);
@@ -28,10 +45,11 @@ void sc_bpf_free(sc_bpf *b);
  * Docker JSON) or "unconfined" (out->n == 0). Uses the cache when it can.
  * *label is what the result record shows. */
 int sc_prepare(const char *spec, bool notify, sc_bpf *out, char **label, bool *cached,
-               nsbox_error **err);
+               sc_answers *answers, nsbox_error **err);
 
-/* Child side: install the layers (no_new_privs must be set). */
-int sc_install(const sc_bpf *b);
+/* Child side: install the layers (no_new_privs must be set). With
+ * b->notify, *listener receives layer 0's notification fd. */
+int sc_install(const sc_bpf *b, int *listener);
 
 /* seccomp_cache.c */
 uint64_t sc_cache_key(const char *text, size_t len, bool notify);

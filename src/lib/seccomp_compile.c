@@ -37,11 +37,14 @@ static enum scmp_compare scmp_op(enum sc_op op)
 	return map[op];
 }
 
+/* which: 0 all rules, 1 only unconditional ones, 2 only conditional ones */
 static int add_rules(scmp_filter_ctx ctx, const sc_rule *rules, size_t n, const char *origin,
-                     const char *layer, bool notify, nsbox_error **err)
+                     const char *layer, bool notify, int which, nsbox_error **err)
 {
 	for (size_t i = 0; i < n; i++) {
 		const sc_rule *r = &rules[i];
+		if ((which == 1 && r->n_args) || (which == 2 && !r->n_args))
+			continue;
 		struct scmp_arg_cmp cmp[6];
 		for (size_t a = 0; a < r->n_args; a++) {
 			const sc_arg *x = &r->args[a];
@@ -108,9 +111,14 @@ static int build_layer(const sc_profile *p, bool allow_layer, bool notify, sc_la
 		if (a < 0 && a != -EEXIST)
 			r = nsbox_err(err, -a, "seccomp", "add architecture %#x", p->arches[i]);
 	}
-	if (r == 0)
-		r = allow_layer ? add_rules(ctx, p->allow, p->n_allow, p->name, "allow", notify, err)
-		                : add_rules(ctx, p->deny, p->n_deny, p->name, "deny", notify, err);
+	/* Unconditional denials cannot clash with an allow, so they live in
+	 * the allow layer (whose errno answers are the ones --seccomp-log can
+	 * observe); only conditional denials need the second layer. */
+	if (r == 0 && allow_layer)
+		r = add_rules(ctx, p->allow, p->n_allow, p->name, "allow", notify, 0, err) ?:
+		    add_rules(ctx, p->deny, p->n_deny, p->name, "deny", notify, 1, err);
+	else if (r == 0)
+		r = add_rules(ctx, p->deny, p->n_deny, p->name, "deny", false, 2, err);
 	if (r == 0)
 		r = export(ctx, out, err);
 	seccomp_release(ctx);
@@ -123,13 +131,17 @@ int sc_compile(const sc_profile *p, bool notify, sc_bpf *out, nsbox_error **err)
 	int r = build_layer(p, true, notify, &out->layers[0], err);
 	if (r == 0)
 		out->n = 1;
-	if (r == 0 && p->n_deny) {
+	bool conditional = false;
+	for (size_t i = 0; i < p->n_deny; i++)
+		conditional |= p->deny[i].n_args > 0;
+	if (r == 0 && conditional) {
 		r = build_layer(p, false, notify, &out->layers[1], err);
 		if (r == 0)
 			out->n = 2;
 	}
 	if (r < 0)
 		sc_bpf_free(out);
+	out->notify = r == 0 && notify;
 	return r;
 }
 

@@ -144,7 +144,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	nsbox_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return nsbox_err(err, ENOMEM, "spawn", "start sandbox");
-	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = -1;
+	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = sb->notify_fd = -1;
 	sb->jan = (janitor){ .pid = 0, .pidfd = -1, .wake = -1 };
 	sb->signal_fd = o->signal_fd;
 	sb->stats_interval_ms = o->stats_interval_ms;
@@ -267,10 +267,13 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 	}
 	(void) cgroup_destroy(sb->cg);
 	janitor_finish(&sb->jan);
-	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1] };
+	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->notify_fd };
 	close_fds(fds, ARRAY_SIZE(fds));
 	for (int i = 0; i < 2; i++)
 		capture_free(&sb->streams[i]);
 	plan_free(sb->plan);
+	for (size_t i = 0; i < sb->n_denied; i++)
+		free(sb->denied[i].name);
+	free(sb->denied);
 	free(sb);
 }

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -24,7 +25,7 @@
 
 #define GRACE_MS 5000
 
-enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS };
+enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS, EV_NOTIFY };
 
 static int arm_timer(int *fd, uint64_t ms, bool repeat)
 {
@@ -68,17 +69,43 @@ static void pump(nsbox_sandbox *sb, int i, int ep)
 	}
 }
 
-static void read_messages(nsbox_sandbox *sb, int flags)
+/* One message, and the fd it may carry (the seccomp listener). */
+static ssize_t recv_msg(int fd, msg *m, int *passed, int flags)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+	                     .msg_controllen = sizeof(cbuf) };
+	*passed = -1;
+	ssize_t n = recvmsg(fd, &mh, flags | MSG_CMSG_CLOEXEC);
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(passed, CMSG_DATA(c), sizeof(int));
+	return n;
+}
+
+static void read_messages(nsbox_sandbox *sb, int flags, int ep)
 {
 	msg m;
 	ssize_t n;
-	while ((n = recv(sb->sync_fd, &m, sizeof(m), flags)) == (ssize_t) sizeof(m)) {
+	int fd;
+	while ((n = recv_msg(sb->sync_fd, &m, &fd, flags)) == (ssize_t) sizeof(m)) {
 		if (m.type == MSG_ERROR && sb->error.type == 0)
 			sb->error = m;
 		else if (m.type == MSG_EXIT) {
 			sb->have_exit = true;
 			sb->payload_status = m.status;
+		} else if (m.type == MSG_LISTENER && fd >= 0 && sb->notify_fd < 0 && sb->plan->seccomp.notify) {
+			sb->notify_fd = TAKE_FD(fd);
+			if (ep >= 0 && watch(ep, sb->notify_fd, EV_NOTIFY) < 0) {
+				/* Unwatched, it would leave the payload blocked: close
+				 * it, and the kernel fails the calls with ENOSYS. */
+				close(sb->notify_fd);
+				sb->notify_fd = -1;
+			}
 		}
+		if (fd >= 0)
+			close(fd);
 		flags |= MSG_DONTWAIT;
 	}
 }
@@ -144,7 +171,7 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 				reap(sb);
 				break;
 			case EV_SYNC:
-				read_messages(sb, MSG_DONTWAIT);
+				read_messages(sb, MSG_DONTWAIT, ep);
 				if (evs[i].events & (EPOLLHUP | EPOLLERR))
 					(void) epoll_ctl(ep, EPOLL_CTL_DEL, sb->sync_fd, NULL);
 				break;
@@ -164,6 +191,15 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 				break;
 			case EV_SIGNAL:
 				on_signal(sb, &grace_fd, ep);
+				break;
+			case EV_NOTIFY:
+				if ((evs[i].events & EPOLLIN) && notify_handle(sb))
+					break;
+				if (!(evs[i].events & EPOLLIN) || evs[i].events & (EPOLLHUP | EPOLLERR)) {
+					(void) epoll_ctl(ep, EPOLL_CTL_DEL, sb->notify_fd, NULL);
+					close(sb->notify_fd);
+					sb->notify_fd = -1;
+				}
 				break;
 			case EV_STATS:
 				(void) read(stats_fd, &tick, sizeof(tick));
@@ -198,7 +234,7 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (r < 0)
 		return r;
 	/* Everything in the namespace is dead: collect what is left. */
-	read_messages(sb, MSG_DONTWAIT);
+	read_messages(sb, MSG_DONTWAIT, -1);
 	for (int i = 0; i < 2; i++)
 		if (sb->out_fd[i] >= 0)
 			pump(sb, i, -1);

@@ -21,6 +21,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -344,6 +345,17 @@ int main(int argc, char **argv)
 		CPU_ZERO(&set);
 		sched_getaffinity(0, sizeof(set), &set);
 		printf("cpus=%d\n", CPU_COUNT(&set));
+		return 0;
+	}
+	if (!strcmp(mode, "deny-loop") && argc > 2) {
+		/* time N calls of keyctl, which the default profile refuses */
+		int n = atoi(argv[2]);
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		for (int i = 0; i < n; i++)
+			syscall(SYS_keyctl, 0, -3, 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		printf("ns_per_call=%lld\n", ((long long) (b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec)) / (n ? n : 1));
 		return 0;
 	}
 	if (!strcmp(mode, "runas") && argc > 4) {
