@@ -125,7 +125,7 @@ static const char *outcome(const sc_bpf *b, const row *r, enum expect *got)
 	static char detail[64];
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || sc_install(b) < 0)
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || sc_install(b, &(int){ -1 }) < 0)
 			_exit(99);
 		long ret = syscall(r->nr, r->a[0], r->a[1], r->a[2], r->a[3], r->a[4], r->a[5]);
 		int e = ret < 0 ? errno : 0;
@@ -206,7 +206,7 @@ START_TEST(test_i386_is_killed)
 	sc_bpf b = compile_text(t, strlen(t), "default");
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || sc_install(&b) < 0)
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || sc_install(&b, &(int){ -1 }) < 0)
 			_exit(99);
 		long ret = 20;   /* __NR_getpid on i386 */
 		__asm__ volatile("int $0x80" : "+a"(ret) : : "memory");
