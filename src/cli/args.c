@@ -206,6 +206,20 @@ oom:
 	return -1;
 }
 
+bool run_option_takes_value(const char *arg)
+{
+	if (arg[0] != '-')
+		return false;
+	if (arg[1] != '-')   /* short options: -m -v -w -e -u take one */
+		return arg[1] && strchr("mvweu", arg[1]) && arg[2] == '\0';
+	if (strchr(arg, '='))
+		return false;
+	for (const struct option *o = long_opts; o->name; o++)
+		if (!strcmp(o->name, arg + 2))
+			return o->has_arg == required_argument;
+	return false;
+}
+
 void run_args_free(run_args *a)
 {
 	free(a->settings);

@@ -30,6 +30,8 @@ typedef struct run_args {
  * variables from. On error returns -1 and writes a message into errbuf. */
 int parse_run_args(int argc, char **argv, char **env, run_args *out, char *errbuf, size_t errlen);
 void run_args_free(run_args *a);
+/* Does this `nsbox run` option take a value in the next argument? */
+bool run_option_takes_value(const char *arg);
 extern const char run_usage[];
 
 #endif

@@ -9,6 +9,20 @@
 int cmd_run(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_run_code(int argc, char **argv);
+
+/* What run-code adds to a run: a file with the code, the language for the
+ * error classification, and interpreter variables. */
+typedef struct run_extra {
+	const char *file;
+	const char *data;
+	size_t len;
+	const char *lang;
+	const char *const *env;
+} run_extra;
+
+/* The run command with optional extras (argv[0] is "run"). */
+int run_with(int argc, char **argv, const run_extra *extra);
 int cli_main(int argc, char **argv);
 
 /* "nsbox: <message>" on stderr. */

@@ -80,6 +80,14 @@ static int build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
 	return r;
 }
 
+static int add_extra(nsbox_config *cfg, const run_extra *x, nsbox_error **e)
+{
+	int r = nsbox_config_add_file(cfg, x->file, x->data, x->len, 0644, e);
+	for (const char *const *v = x->env; r == 0 && v && *v; v++)
+		r = nsbox_config_set(cfg, "environment.set", *v, "run-code", e);
+	return r;
+}
+
 /* SIGINT/SIGTERM/SIGHUP/SIGQUIT go to the supervisor's signalfd, which
  * forwards them to the sandbox. */
 static int signals_to_fd(sigset_t *old)
@@ -132,6 +140,11 @@ static int open_stats(const run_args *a, uint64_t *ms, int *fd)
 
 int cmd_run(int argc, char **argv)
 {
+	return run_with(argc, argv, NULL);
+}
+
+int run_with(int argc, char **argv, const run_extra *extra)
+{
 	run_args a;
 	char msg[512];
 	if (parse_run_args(argc, argv, environ, &a, msg, sizeof(msg)) < 0) {
@@ -147,7 +160,7 @@ int cmd_run(int argc, char **argv)
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
 	int rc;
-	if (build_config(&a, &cfg, &e) < 0) {
+	if (build_config(&a, &cfg, &e) < 0 || (extra && add_extra(cfg, extra, &e) < 0)) {
 		rc = fail_before_start(&a, cfg, e);
 		goto out;
 	}
@@ -190,6 +203,11 @@ int cmd_run(int argc, char **argv)
 	if (waited < 0) {
 		rc = fail_before_start(&a, cfg, e);
 		goto restore;
+	}
+	if (extra && nsbox_result_classify_code(res, extra->lang, &e) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		e = NULL;
 	}
 	if (!a.json)
 		print_captured(res);

@@ -61,6 +61,12 @@ int nsbox_config_set(nsbox_config *cfg, const char *key, const char *value,
 int nsbox_config_set_command(nsbox_config *cfg, int argc, const char *const *argv,
                              nsbox_error **err);
 
+/* Place a file inside the sandbox, written during setup (not through any
+ * host path): `path` must lie in a writable tmpfs such as /tmp. The data is
+ * copied. Used by `nsbox run-code` to hand over the code. */
+int nsbox_config_add_file(nsbox_config *cfg, const char *path, const void *data, size_t len,
+                          unsigned mode, nsbox_error **err);
+
 /* Render the effective configuration as YAML (a valid policy file).
  * *out is malloc'ed; free it with free(). */
 int nsbox_config_to_yaml(const nsbox_config *cfg, char **out, nsbox_error **err);
@@ -152,6 +158,12 @@ const char *nsbox_result_output(const nsbox_result *r, int stream, size_t *len);
 uint64_t nsbox_result_output_bytes(const nsbox_result *r, int stream);
 bool nsbox_result_output_truncated(const nsbox_result *r, int stream);
 double nsbox_result_duration_ms(const nsbox_result *r);
+
+/* For code runs (`nsbox run-code`): classify a failed run and set the
+ * record's error, e.g. "Code execution timed out after 30s", "Python
+ * syntax error: ...", "Execution failed: <last stderr line>". `lang` is
+ * "python", "node" or "bash". Needs captured output for the details. */
+int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **err);
 
 /* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);

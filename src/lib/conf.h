@@ -12,6 +12,13 @@
 
 enum net_mode { NET_NONE = 0, NET_USER, NET_HOST };
 
+typedef struct file_spec {
+	char *path;       /* absolute, inside the sandbox */
+	char *data;
+	size_t len;
+	unsigned mode;
+} file_spec;
+
 typedef struct mount_spec {
 	char *source;     /* as given; made absolute against base_dir */
 	char *target;
@@ -49,6 +56,8 @@ struct nsbox_config {
 	uid_t uid;
 	gid_t gid;
 	strv command;
+	file_spec *files;     /* written into the sandbox during setup */
+	size_t n_files;
 };
 
 #define NSBOX_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -70,10 +70,22 @@ static void free_mounts(nsbox_config *c)
 	c->n_mounts = 0;
 }
 
+static void free_files(nsbox_config *c)
+{
+	for (size_t i = 0; i < c->n_files; i++) {
+		free(c->files[i].path);
+		free(c->files[i].data);
+	}
+	free(c->files);
+	c->files = NULL;
+	c->n_files = 0;
+}
+
 void nsbox_config_free(nsbox_config *c)
 {
 	if (!c)
 		return;
+	free_files(c);
 	free(c->image);
 	free(c->rootfs);
 	free(c->hostname);
@@ -112,6 +124,8 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 	c->env_set = c->env_pass = c->command = (strv){ 0 };
 	c->mounts = NULL;
 	c->n_mounts = 0;
+	c->files = NULL;
+	c->n_files = 0;
 	int r = 0;
 	r = r ?: dup_str(&c->image, s->image);
 	r = r ?: dup_str(&c->rootfs, s->rootfs);
@@ -137,6 +151,9 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 			r = r ?: dup_str(&c->mounts[i].target, s->mounts[i].target);
 		}
 	}
+	for (size_t i = 0; r == 0 && i < s->n_files; i++)
+		r = nsbox_config_add_file(c, s->files[i].path, s->files[i].data, s->files[i].len,
+		                          s->files[i].mode, NULL);
 	if (r < 0) {
 		nsbox_config_free(c);
 		return r;
@@ -531,6 +548,31 @@ int nsbox_config_set(nsbox_config *cfg, const char *key, const char *value, cons
 	if (r < 0)
 		return nsbox_err_invalid(err, "config", "%s: invalid value '%s' (expected %s)", origin,
 		                 value, k->what);
+	return 0;
+}
+
+int nsbox_config_add_file(nsbox_config *cfg, const char *path, const void *data, size_t len,
+                          unsigned mode, nsbox_error **err)
+{
+	if (!cfg || !path || (!data && len))
+		return nsbox_err(err, EINVAL, "config", "add file: missing argument");
+	if (!valid_abs_path(path) || strcmp(path, "/") == 0 || mode > 07777)
+		return nsbox_err_invalid(err, "config", "add file '%s': not an absolute path below '/' (or a bad mode)", path);
+	if (len > (64u << 20))
+		return nsbox_err_invalid(err, "config", "add file '%s': %zu bytes is more than 64 MiB", path, len);
+	file_spec *v = realloc(cfg->files, (cfg->n_files + 1) * sizeof(*v));
+	if (!v)
+		return nsbox_err(err, ENOMEM, "config", "add file '%s'", path);
+	cfg->files = v;
+	char *p = strdup(path), *d = malloc(len ? len : 1);
+	if (!p || !d) {
+		free(p);
+		free(d);
+		return nsbox_err(err, ENOMEM, "config", "add file '%s'", path);
+	}
+	if (len)
+		memcpy(d, data, len);
+	v[cfg->n_files++] = (file_spec){ p, d, len, mode };
 	return 0;
 }
 

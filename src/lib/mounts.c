@@ -207,12 +207,32 @@ int mounts_build_root(const nsbox_plan *p, int *failed_op)
 	return tree;
 }
 
+static int write_file(int dirfd, const char *name, const mount_op *op)
+{
+	int f = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, op->mode);
+	if (f < 0)
+		return -errno;
+	/* openat's mode is filtered by the umask; the caller asked for this one */
+	int r = fchmod(f, op->mode) < 0 ? -errno : 0;
+	for (size_t off = 0; r == 0 && off < op->len;) {
+		ssize_t n = write(f, op->data + off, op->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? -errno : -EIO;
+		else
+			off += (size_t) n;
+	}
+	close(f);
+	return r;
+}
+
 static int apply_op(const nsbox_plan *p, size_t i, int root)
 {
 	const mount_op *op = &p->ops[i];
 	char name[NAME_MAX + 1], path[32];
 	int fd, r = 0;
-	if (op->kind == OP_MKDIR || op->kind == OP_SYMLINK) {
+	if (op->kind == OP_MKDIR || op->kind == OP_SYMLINK || op->kind == OP_WRITE_FILE) {
 		fd = open_parent(root, op->target, name);
 		if (fd < 0)
 			return fd;
@@ -220,6 +240,8 @@ static int apply_op(const nsbox_plan *p, size_t i, int root)
 			r = -errno;
 		if (op->kind == OP_SYMLINK && symlinkat(op->data, fd, name) < 0)
 			r = -errno;
+		if (op->kind == OP_WRITE_FILE)
+			r = write_file(fd, name, op);
 		close(fd);
 		return r;
 	}

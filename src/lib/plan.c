@@ -51,6 +51,12 @@ const char *plan_step_name(enum step s)
 	return (s > 0 && s < STEP__MAX && step_names[s]) ? step_names[s] : "set up the sandbox";
 }
 
+/* Ops whose `data` the plan owns (copied in add_op). */
+static bool owns_data(enum mount_kind k)
+{
+	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE;
+}
+
 static void free_strv(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
@@ -76,7 +82,7 @@ void plan_free(nsbox_plan *p)
 			close(p->ops[i].src_fd);
 		free(p->ops[i].desc);
 		free(p->ops[i].src_path);
-		if (p->ops[i].kind == OP_FS || p->ops[i].kind == OP_BIND)
+		if (owns_data(p->ops[i].kind))
 			free((char *) p->ops[i].data);
 		free((char *) p->ops[i].target);
 	}
@@ -102,9 +108,16 @@ static int add_op(nsbox_plan *p, mount_op op, nsbox_error **err)
 {
 	mount_op *ops = realloc(p->ops, (p->n_ops + 1) * sizeof(*ops));
 	char *target = op.target ? strdup(op.target) : NULL;
-	char *data = (op.data && (op.kind == OP_FS || op.kind == OP_BIND)) ? strdup(op.data) : NULL;
+	char *data = NULL;
+	if (op.data && op.kind == OP_WRITE_FILE) {
+		data = malloc(op.len ? op.len : 1);
+		if (data && op.len)
+			memcpy(data, op.data, op.len);
+	} else if (op.data && owns_data(op.kind)) {
+		data = strdup(op.data);
+	}
 	char *src = op.src_path ? strdup(op.src_path) : NULL;
-	if (!ops || !target || (op.data && (op.kind == OP_FS || op.kind == OP_BIND) && !data) ||
+	if (!ops || !target || (op.data && owns_data(op.kind) && !data) ||
 	    !op.desc || (op.src_path && !src)) {
 		if (ops)
 			p->ops = ops;
@@ -119,7 +132,7 @@ static int add_op(nsbox_plan *p, mount_op op, nsbox_error **err)
 	p->ops = ops;
 	op.target = target;
 	op.src_path = src;
-	if (op.kind == OP_FS || op.kind == OP_BIND)
+	if (owns_data(op.kind))
 		op.data = data;
 	p->ops[p->n_ops++] = op;
 	return 0;
@@ -233,6 +246,13 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
 		r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "sys", .fstype = "sysfs",
 		                          .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
 		                          .desc = fmt("mount sysfs on '/sys'") }, err);
+	/* Files handed in by the caller (run-code's program), after /tmp. */
+	for (size_t i = 0; r == 0 && i < cfg->n_files; i++) {
+		const file_spec *f = &cfg->files[i];
+		r = add_op(p, (mount_op){ .kind = OP_WRITE_FILE, .src_fd = -1, .target = f->path + 1,
+		                          .data = f->data, .len = f->len, .mode = f->mode,
+		                          .desc = fmt("write '%s'", f->path) }, err);
+	}
 	for (size_t i = 0; r == 0 && i < cfg->n_mounts; i++) {
 		const mount_spec *m = &cfg->mounts[i];
 		_cleanup_free_ char *canon = NULL;

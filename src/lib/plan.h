@@ -32,6 +32,7 @@ enum mount_kind {
 	OP_SYMLINK,    /* create target as a symlink to `data` */
 	OP_MASK_FILE,  /* bind /dev/null over target when it exists */
 	OP_MASK_DIR,   /* mount an empty read-only tmpfs over target when it exists */
+	OP_WRITE_FILE, /* create target with `data` (len bytes, mode) */
 };
 
 #define OPF_RDONLY    (1u << 0)
@@ -51,7 +52,8 @@ typedef struct mount_op {
 	const char *target;    /* relative to the new root, no leading '/' */
 	const char *fstype;    /* OP_FS */
 	const char *data;      /* OP_FS options, OP_SYMLINK target */
-	unsigned mode;         /* OP_MKDIR */
+	unsigned mode;         /* OP_MKDIR, OP_WRITE_FILE */
+	size_t len;            /* OP_WRITE_FILE */
 	char *desc;            /* for error messages, e.g. "bind '/home/u/data' on '/data'" */
 } mount_op;
 

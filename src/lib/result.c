@@ -196,7 +196,7 @@ int nsbox_result_exit_code(const nsbox_result *r) { return r->exit_code; }
 int nsbox_result_signal(const nsbox_result *r) { return r->signal; }
 const nsbox_error *nsbox_result_error(const nsbox_result *r)
 {
-	return r->status == NSBOX_STATUS_SETUP_FAILED || r->exec_failed ? r->error : NULL;
+	return r->status == NSBOX_STATUS_SETUP_FAILED || r->exec_failed || r->code_error ? r->error : NULL;
 }
 double nsbox_result_duration_ms(const nsbox_result *r) { return r->duration_ms; }
 

@@ -83,6 +83,7 @@ struct nsbox_result {
 	bool pids_limit_hit;
 	bool oom_killed;
 	bool seccomp_log;
+	bool code_error;      /* error set by nsbox_result_classify_code */
 	denied_call *denied;  /* owned */
 	size_t n_denied;
 };

@@ -1,0 +1,152 @@
+/* `nsbox run-code --lang python|node|bash (-c CODE | FILE | -) [RUN OPTIONS]`:
+ * the agent tool's job. The code is written into the sandbox's /tmp during
+ * setup (never through a host path) and run by the language's interpreter,
+ * with every `nsbox run` option available. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cli.h"
+
+static const struct lang {
+	const char *name, *file, *interp;
+	const char *env[3];
+} langs[] = {
+	{ "python", "/tmp/main.py", "python3", { "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", NULL } },
+	{ "node", "/tmp/main.js", "node", { NULL } },
+	{ "bash", "/tmp/main.sh", "bash", { NULL } },
+};
+
+const char run_code_usage[] =
+	"Usage: nsbox run-code --lang python|node|bash (-c CODE | FILE | -) [RUN OPTIONS]\n"
+	"Run a code snippet in a fresh sandbox (image 'default' unless --image/--rootfs).\n"
+	"The code is placed in the sandbox's /tmp and run there; with --json the record's\n"
+	"error explains a failure (timeout, syntax error, last line of stderr).\n"
+	"All 'nsbox run' options apply; see 'nsbox run --help'.\n";
+
+static int read_all(int fd, char **out, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *b = malloc(cap);
+	for (;;) {
+		if (!b)
+			return -ENOMEM;
+		if (n == cap) {
+			if (cap >= (64u << 20))
+				return free(b), -EFBIG;
+			char *nb = realloc(b, cap *= 2);
+			if (!nb)
+				return free(b), -ENOMEM;
+			b = nb;
+		}
+		ssize_t r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(b);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t) r;
+	}
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+int cmd_run_code(int argc, char **argv)
+{
+	const struct lang *lang = NULL;
+	const char *code = NULL, *source = NULL;
+	/* Take out our own options; pass the rest to the run parser. */
+	char **rest = calloc((size_t) argc + 8, sizeof(char *));
+	if (!rest)
+		return EXIT_SETUP;
+	int n = 0;
+	rest[n++] = "run";
+	bool workdir = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(run_code_usage, stdout);
+			free(rest);
+			return 0;
+		} else if ((!strcmp(a, "--lang") || !strcmp(a, "-c")) && i + 1 < argc) {
+			if (a[1] == 'c')
+				code = argv[++i];
+			else {
+				const char *l = argv[++i];
+				for (size_t k = 0; k < sizeof(langs) / sizeof(langs[0]); k++)
+					if (!strcmp(langs[k].name, l))
+						lang = &langs[k];
+				if (!lang) {
+					print_msg("run-code: unknown language '%s' (python, node, bash)", l);
+					free(rest);
+					return EXIT_SETUP;
+				}
+			}
+		} else if (!strncmp(a, "--lang=", 7)) {
+			for (size_t k = 0; k < sizeof(langs) / sizeof(langs[0]); k++)
+				if (!strcmp(langs[k].name, a + 7))
+					lang = &langs[k];
+			if (!lang) {
+				print_msg("run-code: unknown language '%s' (python, node, bash)", a + 7);
+				free(rest);
+				return EXIT_SETUP;
+			}
+		} else if (a[0] == '-' && a[1] && !source) {
+			workdir |= !strcmp(a, "-w") || !strcmp(a, "--workdir") || !strncmp(a, "--workdir=", 10);
+			rest[n++] = argv[i];
+			if (run_option_takes_value(a) && i + 1 < argc)
+				rest[n++] = argv[++i];
+		} else if (!source) {
+			source = a;
+		} else {
+			print_msg("run-code: unexpected argument '%s' (the code comes from -c, a FILE, or -)", a);
+			free(rest);
+			return EXIT_SETUP;
+		}
+	}
+	if (!lang || (!code && !source) || (code && source)) {
+		print_msg("run-code: %s (usage: nsbox run-code --lang python|node|bash (-c CODE | FILE | -))",
+		          !lang ? "--lang is required" : code ? "give the code once: -c CODE, a FILE, or -"
+		                                               : "no code given");
+		free(rest);
+		return EXIT_SETUP;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	if (code) {
+		text = strdup(code);
+		len = text ? strlen(text) : 0;
+	} else {
+		int fd = strcmp(source, "-") ? open(source, O_RDONLY | O_CLOEXEC) : 0;
+		int r = fd < 0 ? -errno : read_all(fd, &text, &len);
+		if (fd > 0)
+			close(fd);
+		if (r < 0) {
+			print_msg("run-code: read '%s': %s", source, strerror(-r));
+			free(rest);
+			return EXIT_SETUP;
+		}
+	}
+	if (!workdir) {
+		rest[n++] = "--workdir";
+		rest[n++] = "/tmp";
+	}
+	rest[n++] = "--";
+	rest[n++] = (char *) lang->interp;
+	rest[n++] = (char *) lang->file;
+	run_extra extra = { .file = lang->file, .data = text ? text : "", .len = len, .lang = lang->name,
+	                    .env = lang->env };
+	int rc = run_with(n, rest, &extra);
+	free(text);
+	free(rest);
+	return rc;
+}
