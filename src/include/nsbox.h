@@ -168,6 +168,37 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 /* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
 
+/* ---- images ------------------------------------------------------------ */
+
+#define NSBOX_IMAGE_BUILD_OPTIONS_VERSION 1
+
+typedef struct nsbox_image_build_options {
+	uint32_t version;     /* NSBOX_IMAGE_BUILD_OPTIONS_VERSION */
+	const char *name;     /* NULL: "default" */
+	const char *mirror;   /* NULL: the archive the host's apt uses */
+	const char *suite;    /* NULL: the host's release */
+	bool rebuild;         /* replace an existing image */
+	int log_fd;           /* progress and the tools' output; -1: discarded */
+} nsbox_image_build_options;
+
+/* Build the Python+Node image with debootstrap (root only). Returns 0 when
+ * built, 1 when the image existed and was kept. Nothing is left behind on
+ * failure. */
+int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err);
+
+typedef struct nsbox_image_info {
+	char *name;
+	char *path;           /* its root filesystem */
+	uint64_t size_bytes;
+	char *created;        /* ISO 8601, or NULL */
+	char *source;         /* how it was made, or NULL */
+} nsbox_image_info;
+
+/* The caller's images, then root's system images it may use. */
+int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err);
+void nsbox_image_list_free(nsbox_image_info *v, size_t count);
+int nsbox_image_remove(const char *name, nsbox_error **err);
+
 /* ---- host check --------------------------------------------------------- */
 
 typedef enum nsbox_check_status {

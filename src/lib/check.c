@@ -246,19 +246,17 @@ static void check_helpers(nsbox_check *c)
 
 static void check_image(nsbox_check *c)
 {
-	char path[PATH_MAX];
-	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	if (geteuid() == 0)
-		snprintf(path, sizeof(path), "/var/lib/nsbox/images/default/rootfs");
-	else if (xdg && *xdg == '/')
-		snprintf(path, sizeof(path), "%s/nsbox/images/default/rootfs", xdg);
-	else
-		snprintf(path, sizeof(path), "%s/.local/share/nsbox/images/default/rootfs", home ? home : "");
-	struct stat st;
-	bool ok = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-	add(c, "default image", true, ok ? NSBOX_CHECK_OK : NSBOX_CHECK_MISSING,
-	    "build or import an image named 'default', or pass --rootfs DIR / --image NAME",
-	    "%s: %s", path, ok ? "present" : "missing");
+	nsbox_image_info *v = NULL;
+	size_t n = 0;
+	const nsbox_image_info *found = NULL;
+	if (nsbox_image_list(&v, &n, NULL) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(v[i].name, "default"))
+				found = &v[i];
+	add(c, "default image", true, found ? NSBOX_CHECK_OK : NSBOX_CHECK_MISSING,
+	    "build it with 'sudo nsbox image build', or pass --rootfs DIR / --image NAME",
+	    "%s", found ? found->path : "no image named 'default'");
+	nsbox_image_list_free(v, n);
 }
 
 int nsbox_check_run(nsbox_check **out, nsbox_error **err)

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "idmap.h"
+#include "images.h"
 #include "plan.h"
 #include "syscalls.h"
 #include "units.h"
@@ -350,16 +351,18 @@ static int plan_env(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	return 0;
 }
 
-/* Where `nsbox image` keeps images: /var/lib/nsbox/images for root,
- * $XDG_DATA_HOME/nsbox/images (default ~/.local/share) otherwise. */
+/* An image's root filesystem: the caller's store first, then (for users
+ * other than root) the system store, which root's `nsbox image build` fills. */
 static char *image_rootfs(const char *name)
 {
-	if (geteuid() == 0)
-		return fmt("/var/lib/nsbox/images/%s/rootfs", name);
-	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	if (xdg && *xdg == '/')
-		return fmt("%s/nsbox/images/%s/rootfs", xdg, name);
-	return home ? fmt("%s/.local/share/nsbox/images/%s/rootfs", home, name) : NULL;
+	for (int system = 0; system < 2; system++) {
+		_cleanup_free_ char *store = image_store(system);
+		char *path = store ? fmt("%s/%s/rootfs", store, name) : NULL;
+		if (path && (system || access(path, F_OK) == 0 || geteuid() == 0))
+			return path;
+		free(path);
+	}
+	return NULL;
 }
 
 static int plan_rootfs(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
@@ -376,7 +379,7 @@ static int plan_rootfs(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err
 		if (cfg->rootfs)
 			return nsbox_err(err, errno, "rootfs", "open root filesystem '%s'", path);
 		return nsbox_err_hint(err, errno, "rootfs",
-		                      "build it with 'nsbox image build', import one with 'nsbox image import NAME SOURCE', or pass --rootfs DIR",
+		                      "build it with 'sudo nsbox image build', or pass --rootfs DIR",
 		                      "open image '%s' at '%s'", cfg->image, path);
 	}
 	/* With root's id range, nothing in the sandbox owns the image: it must

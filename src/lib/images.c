@@ -1,0 +1,349 @@
+/* The image store: <store>/<name>/{rootfs/, meta.json, packages.txt}.
+ * Root's store is /var/lib/nsbox/images; other users have their own
+ * ($XDG_DATA_HOME/nsbox/images) and also see root's, read-only. Images
+ * appear atomically: they are built in a temporary directory of the store
+ * and renamed into place, so a failed build leaves nothing behind. */
+#define _XOPEN_SOURCE 700
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cleanup.h"
+#include "error.h"
+#include "images.h"
+#include "json.h"
+
+const char *recipe_builtin(const char *name);
+
+char *image_store(bool system)
+{
+	char *s = NULL;
+	if (system || geteuid() == 0)
+		return strdup(NSBOX_SYSTEM_STORE);
+	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+	if (xdg && *xdg == '/')
+		(void) !asprintf(&s, "%s/nsbox/images", xdg);
+	else if (home && *home == '/')
+		(void) !asprintf(&s, "%s/.local/share/nsbox/images", home);
+	return s;
+}
+
+bool image_name_valid(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 128 || !isalnum((unsigned char) s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char) s[i]) || strchr("._-", s[i])))
+			return false;
+	return true;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*s = '/';
+		}
+	return mkdir(p, mode) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* rm -rf that never leaves its filesystem (a mount left inside a failed
+ * build, such as its /proc, is not descended into) nor follows a link. */
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void) st;
+	(void) f;
+	(void) (type == FTW_DP ? rmdir(path) : unlink(path));
+	return 0;
+}
+
+int image_remove_tree(const char *path)
+{
+	if (nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT)
+		return -errno;
+	return access(path, F_OK) == 0 ? -ENOTEMPTY : 0;
+}
+
+static uint64_t du_total;
+static int du_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void) path;
+	(void) type;
+	(void) f;
+	du_total += (uint64_t) st->st_blocks * 512;
+	return 0;
+}
+
+/* The host's Debian/Ubuntu archive, release and components. */
+static void host_archive(char *mirror, size_t ml, char *suite, size_t sl, char *comps, size_t cl)
+{
+	snprintf(mirror, ml, "http://deb.debian.org/debian");
+	snprintf(suite, sl, "bookworm");
+	snprintf(comps, cl, "main");
+	char line[1024], id[64] = "";
+	FILE *f = fopen("/etc/os-release", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "VERSION_CODENAME=", 17) && line[17])
+			snprintf(suite, sl, "%.100s", line + 17);
+		else if (!strncmp(line, "ID=", 3))
+			snprintf(id, sizeof(id), "%.60s", line + 3);
+	}
+	if (f)
+		fclose(f);
+	if (!strcmp(id, "ubuntu")) {
+		/* python3-pip and npm live in universe there */
+		snprintf(mirror, ml, "http://archive.ubuntu.com/ubuntu");
+		snprintf(comps, cl, "main,universe");
+	}
+	/* The first http(s) archive apt uses for that release. */
+	static const char *const lists[] = { "/etc/apt/sources.list.d/debian.sources",
+	                                     "/etc/apt/sources.list.d/ubuntu.sources", "/etc/apt/sources.list" };
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		f = fopen(lists[i], "re");
+		char uri[512] = "";
+		while (f && fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			char a[512], b[128];
+			if (!strncmp(line, "URIs:", 5) && sscanf(line + 5, " %511s", a) == 1)
+				snprintf(uri, sizeof(uri), "%s", a);
+			else if (!strncmp(line, "Suites:", 7) && *uri && strstr(line, suite) && !strstr(uri, "security")) {
+				snprintf(mirror, ml, "%s", uri);
+				fclose(f);
+				return;
+			} else if (sscanf(line, "deb %511s %127s", a, b) == 2 && !strcmp(b, suite) &&
+			           !strncmp(a, "http", 4)) {
+				snprintf(mirror, ml, "%s", a);
+				fclose(f);
+				return;
+			}
+		}
+		if (f)
+			fclose(f);
+	}
+}
+
+static int run_recipe(const char *dest, const char *mirror, const char *suite, const char *comps,
+                      int log_fd, nsbox_error **err)
+{
+	const char *script = recipe_builtin("debootstrap");
+	if (!script)
+		return nsbox_err(err, ENOENT, "image", "find the image recipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		return nsbox_err(err, errno, "image", "start the image recipe");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		int out = log_fd >= 0 ? log_fd : null;
+		(void) dup2(null, 0);
+		(void) dup2(out, 1);
+		(void) dup2(out, 2);
+		execl("/bin/sh", "sh", "-c", script, "nsbox-image-recipe", dest, mirror, suite, comps, (char *) NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return nsbox_err(err, errno, "image", "wait for the image recipe");
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+		return nsbox_err_hint(err, ENOENT, "image", "apt-get install debootstrap",
+		                      "build the image: debootstrap is not installed");
+	return nsbox_err_hint(err, EIO, "image", "the recipe's output above says what went wrong",
+	                      "build the image from %s (%s): the recipe failed with status %d", mirror, suite,
+	                      WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+static int write_meta(const char *dir, const char *name, const char *source, nsbox_error **err)
+{
+	char path[PATH_MAX], stamp[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	snprintf(path, sizeof(path), "%.4000s/rootfs", dir);
+	du_total = 0;
+	(void) nftw(path, du_entry, 32, FTW_PHYS | FTW_MOUNT);
+	buf b = { 0 };
+	buf_puts(&b, "{\"name\":");
+	json_cstr(&b, name);
+	buf_printf(&b, ",\"created\":\"%s\",\"size_bytes\":%llu,\"source\":", stamp,
+	           (unsigned long long) du_total);
+	json_cstr(&b, source);
+	buf_puts(&b, "}\n");
+	_cleanup_free_ char *text = buf_steal(&b);
+	snprintf(path, sizeof(path), "%.4000s/meta.json", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (!text || fd < 0 || write(fd, text, strlen(text)) != (ssize_t) strlen(text)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return nsbox_err(err, e ? e : ENOMEM, "image", "write '%s'", path);
+	}
+	close(fd);
+	return 0;
+}
+
+/* Put the finished build at <store>/<name>, replacing an older one. */
+int image_install(const char *store, const char *name, const char *tmp, nsbox_error **err)
+{
+	char final[PATH_MAX], old[PATH_MAX];
+	snprintf(final, sizeof(final), "%s/%s", store, name);
+	snprintf(old, sizeof(old), "%s/.old-%s-%d", store, name, (int) getpid());
+	bool had = access(final, F_OK) == 0;
+	if (had && rename(final, old) < 0)
+		return nsbox_err(err, errno, "image", "move the previous image '%s' aside", final);
+	if (rename(tmp, final) < 0) {
+		int e = errno;
+		if (had)
+			(void) rename(old, final);
+		return nsbox_err(err, e, "image", "install the image at '%s'", final);
+	}
+	if (had)
+		(void) image_remove_tree(old);
+	return 0;
+}
+
+int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
+{
+	if (!o || o->version != NSBOX_IMAGE_BUILD_OPTIONS_VERSION)
+		return nsbox_err(err, EINVAL, "image", "build image: invalid options");
+	const char *name = o->name ? o->name : "default";
+	if (!image_name_valid(name))
+		return nsbox_err_invalid(err, "image", "build image: '%s' is not an image name (letters, digits, '.', '_', '-')", name);
+	if (geteuid() != 0)
+		return nsbox_err_hint(err, EPERM, "image",
+		                      "run it as root ('sudo nsbox image build'): the image lands in /var/lib/nsbox/images, which every user's nsbox also reads",
+		                      "build image '%s': debootstrap needs root (it creates device nodes and runs the new system's package manager)", name);
+	_cleanup_free_ char *store = image_store(true);
+	char final[PATH_MAX], tmp[PATH_MAX], dest[PATH_MAX], source[1024];
+	snprintf(final, sizeof(final), "%s/%s/rootfs", store, name);
+	if (!o->rebuild && access(final, F_OK) == 0)
+		return 1;   /* already built: reuse it */
+	int r = mkdir_p(store, 0755);
+	if (r < 0)
+		return nsbox_err(err, -r, "image", "create the image store '%s'", store);
+	(void) chmod(store, 0755);
+	char mirror[512], suite[128], comps[64];
+	host_archive(mirror, sizeof(mirror), suite, sizeof(suite), comps, sizeof(comps));
+	if (o->mirror)
+		snprintf(mirror, sizeof(mirror), "%s", o->mirror);
+	if (o->suite)
+		snprintf(suite, sizeof(suite), "%s", o->suite);
+	snprintf(tmp, sizeof(tmp), "%s/.build-%s-%d", store, name, (int) getpid());
+	snprintf(dest, sizeof(dest), "%.4000s/rootfs", tmp);
+	snprintf(source, sizeof(source), "debootstrap %s from %s (python3, nodejs, npm, git)", suite, mirror);
+	(void) image_remove_tree(tmp);
+	if (mkdir(tmp, 0755) < 0)
+		return nsbox_err(err, errno, "image", "create the build directory '%s'", tmp);
+	r = run_recipe(dest, mirror, suite, comps, o->log_fd, err);
+	r = r ?: write_meta(tmp, name, source, err);
+	r = r ?: image_install(store, name, tmp, err);
+	if (r < 0)
+		(void) image_remove_tree(tmp);
+	return r;
+}
+
+static int read_meta(const char *dir, nsbox_image_info *info)
+{
+	char path[PATH_MAX], text[4096];
+	snprintf(path, sizeof(path), "%.4000s/meta.json", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -ENOENT;
+	text[n] = '\0';
+	/* Our own small, flat JSON: pick the fields out. */
+	char *p;
+	if ((p = strstr(text, "\"created\":\"")))
+		info->created = strndup(p + 11, strcspn(p + 11, "\""));
+	if ((p = strstr(text, "\"size_bytes\":")))
+		info->size_bytes = strtoull(p + 13, NULL, 10);
+	if ((p = strstr(text, "\"source\":\"")))
+		info->source = strndup(p + 10, strcspn(p + 10, "\""));
+	return 0;
+}
+
+int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err)
+{
+	if (!out || !count)
+		return nsbox_err(err, EINVAL, "image", "list images: missing argument");
+	*out = NULL;
+	*count = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		_cleanup_free_ char *store = image_store(pass == 1);
+		_cleanup_free_ char *user_store = pass == 1 ? image_store(false) : NULL;
+		if (!store || (pass == 1 && user_store && !strcmp(store, user_store)))
+			continue;
+		DIR *d = opendir(store);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			char dir[PATH_MAX], rootfs[PATH_MAX];
+			snprintf(dir, sizeof(dir), "%.3000s/%.255s", store, e->d_name);
+			snprintf(rootfs, sizeof(rootfs), "%.4000s/rootfs", dir);
+			if (e->d_name[0] == '.' || access(rootfs, F_OK) < 0)
+				continue;
+			bool seen = false;
+			for (size_t i = 0; i < *count; i++)
+				seen |= !strcmp((*out)[i].name, e->d_name);
+			if (seen)
+				continue;   /* a user's image hides root's of the same name */
+			nsbox_image_info *v = realloc(*out, (*count + 1) * sizeof(*v));
+			if (!v)
+				break;
+			*out = v;
+			v[*count] = (nsbox_image_info){ .name = strdup(e->d_name), .path = strdup(rootfs) };
+			(void) read_meta(dir, &v[*count]);
+			(*count)++;
+		}
+		if (d)
+			closedir(d);
+	}
+	return 0;
+}
+
+void nsbox_image_list_free(nsbox_image_info *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].name);
+		free(v[i].path);
+		free(v[i].created);
+		free(v[i].source);
+	}
+	free(v);
+}
+
+int nsbox_image_remove(const char *name, nsbox_error **err)
+{
+	if (!image_name_valid(name))
+		return nsbox_err_invalid(err, "image", "remove image: '%s' is not an image name", name ? name : "");
+	_cleanup_free_ char *store = image_store(false);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/%s", store ? store : "", name);
+	struct stat st;
+	if (!store || lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return nsbox_err(err, ENOENT, "image", "remove image '%s': no such image in '%s'", name,
+		                 store ? store : "?");
+	int r = image_remove_tree(dir);
+	return r < 0 ? nsbox_err(err, -r, "image", "remove image '%s' ('%s')", name, dir) : 0;
+}

@@ -1,0 +1,17 @@
+/* The image store (images.c). */
+#ifndef NSBOX_IMAGES_H
+#define NSBOX_IMAGES_H
+
+#include <stdbool.h>
+
+#include "nsbox.h"
+
+#define NSBOX_SYSTEM_STORE "/var/lib/nsbox/images"
+
+/* The caller's store (root: the system store), or the system store. */
+char *image_store(bool system);
+bool image_name_valid(const char *name);
+int image_remove_tree(const char *path);
+int image_install(const char *store, const char *name, const char *tmp, nsbox_error **err);
+
+#endif
