@@ -7,8 +7,21 @@
 
 static const char image_usage[] =
 	"Usage: nsbox image build [NAME] [--rebuild] [--mirror URL] [--suite SUITE]\n"
+	"       nsbox image import NAME SOURCE   (tar, docker save, OCI layout, directory)\n"
 	"       nsbox image ls\n"
 	"       nsbox image rm NAME\n";
+
+static int list_one(const char *name)
+{
+	nsbox_image_info *v = NULL;
+	size_t n = 0;
+	if (nsbox_image_list(&v, &n, NULL) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(v[i].name, name))
+				print_msg("image '%s': %.1f MiB at %s", name, (double) v[i].size_bytes / (1 << 20), v[i].path);
+	nsbox_image_list_free(v, n);
+	return 0;
+}
 
 static int build(int argc, char **argv)
 {
@@ -37,14 +50,7 @@ static int build(int argc, char **argv)
 	const char *name = o.name ? o.name : "default";
 	if (r == 1)
 		print_msg("image '%s' exists; kept (use --rebuild to build it again)", name);
-	nsbox_image_info *v = NULL;
-	size_t n = 0;
-	if (nsbox_image_list(&v, &n, NULL) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(v[i].name, name))
-				print_msg("image '%s': %.1f MiB at %s", name, (double) v[i].size_bytes / (1 << 20), v[i].path);
-	nsbox_image_list_free(v, n);
-	return 0;
+	return list_one(name);
 }
 
 static int list(void)
@@ -69,6 +75,15 @@ int cmd_image(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "build"))
 		return build(argc - 2, argv + 2);
+	if (argc == 4 && !strcmp(argv[1], "import")) {
+		nsbox_error *e = NULL;
+		if (nsbox_image_import(argv[2], argv[3], &e) < 0) {
+			print_error(e);
+			nsbox_error_free(e);
+			return EXIT_SETUP;
+		}
+		return list_one(argv[2]);
+	}
 	if (argc == 2 && !strcmp(argv[1], "ls"))
 		return list();
 	if (argc == 3 && !strcmp(argv[1], "rm")) {

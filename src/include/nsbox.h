@@ -194,6 +194,13 @@ typedef struct nsbox_image_info {
 	char *source;         /* how it was made, or NULL */
 } nsbox_image_info;
 
+/* Import an image into the caller's store from a flat tar (docker export),
+ * a docker save archive, an OCI image layout (directory or tar) or a
+ * directory. Hostile input is refused with the member named; nothing is
+ * left behind on failure. Limits: NSBOX_IMPORT_MAX_BYTES (16 GiB) and
+ * NSBOX_IMPORT_MAX_ENTRIES (2 million). */
+int nsbox_image_import(const char *name, const char *source, nsbox_error **err);
+
 /* The caller's images, then root's system images it may use. */
 int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err);
 void nsbox_image_list_free(nsbox_image_info *v, size_t count);

@@ -173,7 +173,7 @@ static int run_recipe(const char *dest, const char *mirror, const char *suite, c
 	                      WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
-static int write_meta(const char *dir, const char *name, const char *source, nsbox_error **err)
+int image_write_meta(const char *dir, const char *name, const char *source, nsbox_error **err)
 {
 	char path[PATH_MAX], stamp[64];
 	time_t now = time(NULL);
@@ -255,7 +255,7 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 	if (mkdir(tmp, 0755) < 0)
 		return nsbox_err(err, errno, "image", "create the build directory '%s'", tmp);
 	r = run_recipe(dest, mirror, suite, comps, o->log_fd, err);
-	r = r ?: write_meta(tmp, name, source, err);
+	r = r ?: image_write_meta(tmp, name, source, err);
 	r = r ?: image_install(store, name, tmp, err);
 	if (r < 0)
 		(void) image_remove_tree(tmp);
