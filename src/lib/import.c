@@ -166,9 +166,13 @@ static int extract_layer(importer *im, const char *layer, nsbox_error **err)
 	if (!a)
 		return ierr(im, err, EINVAL, NULL, "not a readable tar archive");
 	struct archive *w = archive_write_disk_new();
+	/* Names are cleaned above (relative, no "..") and then placed below
+	 * the canonical root, so the paths libarchive sees are absolute by
+	 * design: its SECURE_NOABSOLUTEPATHS would refuse them all. What it
+	 * must still refuse is writing through a symlink, which only the
+	 * image itself can have put there: the root's own path has none. */
 	int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_UNLINK |
-	            ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-	            ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
+	            ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT;
 	if (!im->rootless)
 		flags |= ARCHIVE_EXTRACT_OWNER;
 	archive_write_disk_set_options(w, flags);
@@ -391,8 +395,7 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 	archive_read_disk_set_symlink_physical(rd);
 	archive_read_disk_set_standard_lookup(rd);
 	int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-	            ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS |
-	            (im->rootless ? 0 : ARCHIVE_EXTRACT_OWNER);
+	            ARCHIVE_EXTRACT_SECURE_NODOTDOT | (im->rootless ? 0 : ARCHIVE_EXTRACT_OWNER);
 	archive_write_disk_set_options(w, flags);
 	int r = archive_read_disk_open(rd, source) == ARCHIVE_OK ? 0
 		: ierr(im, err, EINVAL, NULL, archive_error_string(rd) ? archive_error_string(rd) : "cannot be read");
@@ -522,6 +525,14 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 			*p = '/';
 		}
 	(void) mkdir(store, 0755);
+	/* No symlink above the image: see extract_layer. */
+	char canon[PATH_MAX];
+	if (!realpath(store, canon))
+		return nsbox_err(err, errno, "image", "resolve the image store '%s'", store);
+	free(store);
+	store = strdup(canon);
+	if (!store)
+		return nsbox_err(err, ENOMEM, "image", "import '%s'", source);
 	char final[PATH_MAX * 2], tmp[PATH_MAX], scratch[PATH_MAX * 2];
 	path_fmt(final, sizeof(final), "%s/%s", store, name);
 	if (access(final, F_OK) == 0)
