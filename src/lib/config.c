@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "conf.h"
 #include "error.h"
+#include "images.h"
 #include "units.h"
 
 const char *nsbox_version(void) { return PACKAGE_VERSION; }
@@ -170,17 +171,6 @@ static bool valid_env_name(const char *s, size_t n)
 		return false;
 	for (size_t i = 1; i < n; i++)
 		if (!(isalnum((unsigned char) s[i]) || s[i] == '_'))
-			return false;
-	return true;
-}
-
-static bool valid_image_name(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > 128 || !isalnum((unsigned char) s[0]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!(isalnum((unsigned char) s[i]) || strchr("._-", s[i])))
 			return false;
 	return true;
 }
@@ -444,7 +434,7 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 	uint64_t u;
 	switch (k->id) {
 	case K_IMAGE:
-		return valid_image_name(v) ? dup_str(&c->image, v) : -EINVAL;
+		return image_name_valid(v) ? dup_str(&c->image, v) : -EINVAL;
 	case K_ROOTFS:
 		return *v ? dup_str(&c->rootfs, v) : -EINVAL;
 	case K_HOSTNAME:

@@ -60,6 +60,17 @@ int nsbox_err_invalid(nsbox_error **err, const char *step, const char *fmt, ...)
 	return ret;
 }
 
+int nsbox_err_at(nsbox_error **err, const char *step, const char *origin, size_t line, size_t col,
+                 const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return nsbox_err_invalid(err, step, "%s:%zu:%zu: %s", origin, line, col, msg);
+}
+
 int nsbox_err_hint(nsbox_error **err, int errnum, const char *step, const char *hint,
                    const char *fmt, ...)
 {

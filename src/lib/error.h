@@ -26,6 +26,10 @@ int nsbox_err_hint(nsbox_error **err, int errnum, const char *step, const char *
 int nsbox_err_invalid(nsbox_error **err, const char *step, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* An input error at a position of a file: "ORIGIN:LINE:COL: message". */
+int nsbox_err_at(nsbox_error **err, const char *step, const char *origin, size_t line, size_t col,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
 /* Prepend "context: " to an existing error. Returns -errnum of that error. */
 int nsbox_err_prefix(nsbox_error **err, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -30,8 +30,7 @@ static int perr(loader *l, const yaml_node_t *n, nsbox_error **err, const char *
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return nsbox_err_invalid(err, "policy", "%s:%zu:%zu: %s", l->path,
-	                 n->start_mark.line + 1, n->start_mark.column + 1, msg);
+	return nsbox_err_at(err, "policy", l->path, n->start_mark.line + 1, n->start_mark.column + 1, "%s", msg);
 }
 
 static const char *scalar(const yaml_node_t *n)

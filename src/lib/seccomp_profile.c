@@ -34,8 +34,7 @@ static int perr(reader *r, const yaml_node_t *n, nsbox_error **err, const char *
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return nsbox_err_invalid(err, "seccomp", "%s:%zu:%zu: %s", r->origin, n->start_mark.line + 1,
-	                         n->start_mark.column + 1, msg);
+	return nsbox_err_at(err, "seccomp", r->origin, n->start_mark.line + 1, n->start_mark.column + 1, "%s", msg);
 }
 
 static const char *scalar(const yaml_node_t *n)
