@@ -23,6 +23,9 @@ const char run_usage[] =
 	"      --allow-host HOST   egress allowlist entry (not available in this version)\n"
 	"  -v, --volume SRC:DST[:ro|rw]  bind a host path, checked against the policy\n"
 	"      --sysfs             mount /sys read-only\n"
+	"      --workspace DIR     DIR at /workspace, copy-on-write: changes are captured, not written\n"
+	"      --session NAME      keep the workspace changes for review (nsbox session ...)\n"
+	"      --workspace-mode M  overlay (default), ro, or rw (writes through, captures nothing)\n"
 	"  -w, --workdir DIR       working directory inside (/)\n"
 	"  -e, --env NAME=VALUE    set a variable (the environment is otherwise cleared)\n"
 	"      --env-pass NAME     copy a variable from this environment\n"
@@ -47,7 +50,7 @@ enum {
 	OPT_IMAGE = 256, OPT_ROOTFS, OPT_POLICY, OPT_CPUS, OPT_PIDS, OPT_TIMEOUT, OPT_TMPFS,
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
-	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG,
+	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE,
 };
 
 static const struct option long_opts[] = {
@@ -75,6 +78,9 @@ static const struct option long_opts[] = {
 	{ "interactive", no_argument, NULL, 'i' },
 	{ "ulimit", required_argument, NULL, OPT_ULIMIT },
 	{ "seccomp-log", no_argument, NULL, OPT_SECCOMP_LOG },
+	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
+	{ "session", required_argument, NULL, OPT_SESSION },
+	{ "workspace-mode", required_argument, NULL, OPT_WS_MODE },
 	{ "require-cgroup", no_argument, NULL, OPT_REQUIRE_CGROUP },
 	{ "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
 	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
@@ -95,6 +101,8 @@ static const struct { int opt; const char *name, *key; } option_keys[] = {
 	{ 'u', "--user", "security.user" }, { OPT_HOSTNAME, "--hostname", "hostname" },
 	{ OPT_SECCOMP, "--seccomp", "security.seccomp" },
 	{ OPT_CGROUP_PARENT, "--cgroup-parent", "limits.cgroup_parent" },
+	{ OPT_WORKSPACE, "--workspace", "workspace.path" }, { OPT_SESSION, "--session", "workspace.session" },
+	{ OPT_WS_MODE, "--workspace-mode", "workspace.mode" },
 };
 
 /* NSBOX_* variables, between the policy and the options in precedence. */

@@ -4,6 +4,7 @@
  * failed step as {step, errno} and exits. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -42,16 +43,26 @@ __attribute__((noreturn)) static void fail(const child_args *a, enum step step, 
 	_exit(125);
 }
 
-static void wait_go(const child_args *a)
+/* The go-ahead, and the fd it may carry (root's idmapped workspace). */
+static int wait_go(const child_args *a)
 {
 	msg m;
 	ssize_t n;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+	                     .msg_controllen = sizeof(cbuf) };
 	do
-		n = recv(a->sync_fd, &m, sizeof(m), 0);
+		n = recvmsg(a->sync_fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	/* EOF: the supervisor is gone (or failed to write the id maps). */
 	if (n != sizeof(m) || m.type != MSG_GO)
 		_exit(125);
+	int fd = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
 }
 
 static void setup_stdio(const child_args *a)
@@ -113,7 +124,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		fail(a, STEP_CGROUP, -1, errno);
 	/* If the supervisor dies, so does pid 1, and with it the namespace. */
 	child_arm_parent_death(a);
-	wait_go(a);
+	int ws_fd = wait_go(a);
 	hide_cmdline();
 	setup_stdio(a);
 
@@ -138,6 +149,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	int root = mounts_build_root(p, &idx);
 	if (root < 0)
 		fail(a, idx >= 0 ? STEP_MOUNT_OP : STEP_ROOT, idx, root);
+	mounts_set_workspace_fd(ws_fd);
 	r = mounts_apply(p, root, &idx);
 	if (r < 0)
 		fail(a, STEP_MOUNT_OP, idx, r);

@@ -56,6 +56,9 @@ struct nsbox_config {
 	uid_t uid;
 	gid_t gid;
 	strv command;
+	char *workspace;      /* host directory for /workspace, or NULL */
+	char *session;        /* keep the workspace changes under this name */
+	enum { WS_OVERLAY = 0, WS_RO, WS_RW } workspace_mode;
 	file_spec *files;     /* written into the sandbox during setup */
 	size_t n_files;
 };

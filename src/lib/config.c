@@ -93,6 +93,8 @@ void nsbox_config_free(nsbox_config *c)
 	free(c->workdir);
 	free(c->seccomp);
 	free(c->cgroup_parent);
+	free(c->workspace);
+	free(c->session);
 	strv_clear(&c->allow);
 	free_mounts(c);
 	strv_clear(&c->forbidden);
@@ -121,6 +123,7 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 		return -ENOMEM;
 	*c = *s;
 	c->image = c->rootfs = c->hostname = c->workdir = c->seccomp = c->cgroup_parent = NULL;
+	c->workspace = c->session = NULL;
 	c->allow = c->forbidden = c->allowed_roots = c->deny_changes = (strv){ 0 };
 	c->env_set = c->env_pass = c->command = (strv){ 0 };
 	c->mounts = NULL;
@@ -134,6 +137,8 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 	r = r ?: dup_str(&c->workdir, s->workdir);
 	r = r ?: dup_str(&c->seccomp, s->seccomp);
 	r = r ?: dup_str(&c->cgroup_parent, s->cgroup_parent);
+	r = r ?: dup_str(&c->workspace, s->workspace);
+	r = r ?: dup_str(&c->session, s->session);
 	r = r ?: strv_copy(&c->allow, &s->allow);
 	r = r ?: strv_copy(&c->forbidden, &s->forbidden);
 	r = r ?: strv_copy(&c->allowed_roots, &s->allowed_roots);
@@ -357,6 +362,7 @@ enum key_id {
 	K_TMPFS, K_OUTPUT, K_NET_MODE, K_NET_ALLOW, K_RO_ROOT, K_SYSFS, K_MOUNTS,
 	K_FORBIDDEN, K_ALLOWED_ROOTS, K_DENY_CHANGES, K_ENV_SET, K_ENV_PASS, K_USER, K_SECCOMP,
 	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_CGROUP_PARENT, K_SECCOMP_LOG,
+	K_WS_PATH, K_WS_MODE, K_WS_SESSION,
 };
 
 static const struct key_def {
@@ -387,6 +393,9 @@ static const struct key_def {
 	{ "filesystem.forbidden", K_FORBIDDEN, true, "an absolute path or one starting with ~/" },
 	{ "filesystem.allowed_roots", K_ALLOWED_ROOTS, true, "an absolute path or one starting with ~/" },
 	{ "workspace.deny_changes", K_DENY_CHANGES, true, "a non-empty glob" },
+	{ "workspace.path", K_WS_PATH, false, "a directory" },
+	{ "workspace.mode", K_WS_MODE, false, "one of overlay, ro, rw" },
+	{ "workspace.session", K_WS_SESSION, false, "a session name (letters, digits, '.', '_', '-')" },
 	{ "environment.set", K_ENV_SET, true, "NAME=VALUE" },
 	{ "environment.pass", K_ENV_PASS, true, "a variable name" },
 	{ "security.user", K_USER, false, "UID[:GID]" },
@@ -471,6 +480,20 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 		if (!strcmp(v, "unlimited"))
 			v = "0";
 		return parse_size(v, &c->fsize) < 0 ? -EINVAL : 0;
+	case K_WS_PATH:
+		return *v ? dup_str(&c->workspace, v) : -EINVAL;
+	case K_WS_MODE:
+		if (!strcmp(v, "overlay"))
+			c->workspace_mode = WS_OVERLAY;
+		else if (!strcmp(v, "ro"))
+			c->workspace_mode = WS_RO;
+		else if (!strcmp(v, "rw"))
+			c->workspace_mode = WS_RW;
+		else
+			return -EINVAL;
+		return 0;
+	case K_WS_SESSION:
+		return image_name_valid(v) ? dup_str(&c->session, v) : -EINVAL;
 	case K_SECCOMP_LOG:
 		return parse_bool(v, &c->seccomp_log) < 0 ? -EINVAL : 0;
 	case K_REQUIRE_CGROUP:

@@ -80,6 +80,12 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	list(&b, "  ", "allowed_roots", &c->allowed_roots);
 	buf_puts(&b, "workspace:\n");
 	list(&b, "  ", "deny_changes", &c->deny_changes);
+	static const char *ws_modes[] = { "overlay", "ro", "rw" };
+	buf_printf(&b, "  mode: %s\n", ws_modes[c->workspace_mode]);
+	if (c->workspace)
+		kv(&b, "  ", "path", c->workspace);
+	if (c->session)
+		kv(&b, "  ", "session", c->session);
 	buf_puts(&b, "environment:\n  set:");
 	buf_puts(&b, c->env_set.n ? "\n" : " {}\n");
 	for (size_t i = 0; i < c->env_set.n; i++) {

@@ -101,6 +101,8 @@ int idmap_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 		p->may_setgroups = true;
 		p->setup_uid = 0;
 		p->setup_gid = 0;
+		p->host_setup_uid = (uid_t) r.start;
+		p->host_setup_gid = (gid_t) g.start;
 		if (asprintf(&p->uid_map, "0 %llu %u\n", (unsigned long long) r.start, NSBOX_RANGE_COUNT) < 0 ||
 		    asprintf(&p->gid_map, "0 %llu %u\n", (unsigned long long) g.start, NSBOX_RANGE_COUNT) < 0)
 			return nsbox_err(err, ENOMEM, "idmap", "plan id maps");
@@ -110,6 +112,8 @@ int idmap_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	p->rootless = true;
 	p->setup_uid = cfg->uid;
 	p->setup_gid = cfg->gid;
+	p->host_setup_uid = euid;
+	p->host_setup_gid = egid;
 	struct passwd *pw = getpwuid(euid);
 	subid_range su, sg;
 	int fu = subid_lookup("/etc/subuid", pw ? pw->pw_name : NULL, euid, &su);

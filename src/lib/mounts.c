@@ -162,7 +162,7 @@ int mounts_open_sources(const nsbox_plan *p, int *failed_op)
 {
 	for (size_t i = 0; i < p->n_ops; i++) {
 		p->child_fds[i] = -1;
-		if (p->ops[i].kind != OP_BIND)
+		if (p->ops[i].kind != OP_BIND && p->ops[i].kind != OP_OVERLAY)
 			continue;
 		int fd = reopen(p->ops[i].src_path, p->ops[i].src_fd);
 		if (fd < 0) {
@@ -227,6 +227,44 @@ static int write_file(int dirfd, const char *name, const mount_op *op)
 	return r;
 }
 
+static int workspace_fd = -1;
+
+void mounts_set_workspace_fd(int fd)
+{
+	workspace_fd = fd;
+}
+
+/* The workspace overlay on /workspace (*fd). Its lower layer is named by
+ * an fd: root's idmapped clone, first attached on /workspace itself (where
+ * the overlay then hides it), or the directory the parent checked,
+ * reopened in our namespace. */
+static int mount_overlay(const nsbox_plan *p, size_t i, int root, int *fd)
+{
+	const mount_op *op = &p->ops[i];
+	int lower = p->child_fds[i];
+	if (workspace_fd >= 0) {
+		if (sys_move_mount(workspace_fd, "", *fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			return -errno;
+		close(*fd);
+		*fd = resolve(root, op->target, 0);   /* now inside the idmapped mount */
+		if (*fd < 0)
+			return *fd;
+		lower = *fd;
+	}
+	char opts[3 * PATH_MAX], num[32], target[32];
+	const char *fdp = fd_path(num, lower);
+	size_t a = strlen("lowerdir="), b = strlen(fdp), c = strlen(op->data);
+	if (a + b + 1 + c + 1 > sizeof(opts))
+		return -ENAMETOOLONG;
+	memcpy(opts, "lowerdir=", a);
+	memcpy(opts + a, fdp, b);
+	opts[a + b] = ',';
+	memcpy(opts + a + b + 1, op->data, c + 1);
+	if (mount("overlay", fd_path(target, *fd), "overlay", ms_flags(op->flags), opts) < 0)
+		return -errno;
+	return 0;
+}
+
 static int apply_op(const nsbox_plan *p, size_t i, int root)
 {
 	const mount_op *op = &p->ops[i];
@@ -270,6 +308,9 @@ static int apply_op(const nsbox_plan *p, size_t i, int root)
 		break;
 	case OP_MASK_FILE:
 		r = bind_fd(p->child_fds[p->n_ops + 1], fd, 0);
+		break;
+	case OP_OVERLAY:
+		r = mount_overlay(p, i, root, &fd);
 		break;
 	case OP_MASK_DIR:
 		if (mount("tmpfs", fd_path(path, fd), "tmpfs",

@@ -45,6 +45,7 @@ static const char *const step_names[STEP__MAX] = {
 	[STEP_AFFINITY] = "pin to the allowed CPUs",
 	[STEP_CGROUP] = "join the run's cgroup",
 	[STEP_SECCOMP] = "install the seccomp filter",
+	[STEP_WORKSPACE] = "attach the idmapped workspace",
 };
 
 const char *plan_step_name(enum step s)
@@ -55,7 +56,7 @@ const char *plan_step_name(enum step s)
 /* Ops whose `data` the plan owns (copied in add_op). */
 static bool owns_data(enum mount_kind k)
 {
-	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE;
+	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE || k == OP_OVERLAY;
 }
 
 static void free_strv(char **v)
@@ -95,6 +96,7 @@ void plan_free(nsbox_plan *p)
 	free(p->workdir);
 	free(p->namespaces_json);
 	free(p->warning);
+	ws_plan_free(&p->ws);
 	sc_bpf_free(&p->seccomp);
 	free(p->seccomp_answers.v);
 	free(p->seccomp_label);
@@ -231,6 +233,25 @@ static int plan_dev(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	return r;
 }
 
+/* /workspace: the overlay (its lower layer, for root, idmapped and attached
+ * by the child first), or a plain bind for ro and rw. */
+static int plan_workspace(nsbox_plan *p, nsbox_error **err)
+{
+	const ws_plan *w = &p->ws;
+	int fd = dup(w->lower_fd);
+	if (fd < 0)
+		return nsbox_err(err, errno, "workspace", "use workspace '%s'", w->lower);
+	if (w->mode == WS_OVERLAY)
+		return add_op(p, (mount_op){ .kind = OP_OVERLAY, .src_fd = fd, .src_path = w->lower,
+		                             .target = "workspace", .data = w->opts,
+		                             .flags = OPF_MKPOINT | OPF_NOSUID | OPF_NODEV,
+		                             .desc = fmt("mount the workspace overlay of '%s' on '/workspace'", w->lower) }, err);
+	return add_op(p, (mount_op){ .kind = OP_BIND, .src_fd = fd, .src_path = w->lower, .target = "workspace",
+	                             .flags = OPF_RECURSIVE | OPF_NOSUID | OPF_NODEV | OPF_MKPOINT |
+	                                      (w->mode == WS_RO ? OPF_RDONLY : 0),
+	                             .desc = fmt("bind workspace '%s' on '/workspace'", w->lower) }, err);
+}
+
 static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home, nsbox_error **err)
 {
 	int r = plan_proc(p, err);
@@ -254,6 +275,8 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
 		                          .data = f->data, .len = f->len, .mode = f->mode,
 		                          .desc = fmt("write '%s'", f->path) }, err);
 	}
+	if (r == 0 && p->ws.active)
+		r = plan_workspace(p, err);
 	for (size_t i = 0; r == 0 && i < cfg->n_mounts; i++) {
 		const mount_spec *m = &cfg->mounts[i];
 		_cleanup_free_ char *canon = NULL;
@@ -420,10 +443,12 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	if (!p)
 		return nsbox_err(err, ENOMEM, "plan", "plan the sandbox");
 	p->rootfs_fd = p->devnull_fd = -1;
+	p->ws = (ws_plan){ .lower_fd = -1, .lock_fd = -1 };
 	const char *home = getenv("HOME");
 	r = config_copy(&p->cfg, cfg) < 0 ? nsbox_err(err, ENOMEM, "plan", "copy configuration") : 0;
 	r = r ?: plan_rootfs(p, cfg, err);
 	r = r ?: idmap_plan(p, cfg, err);
+	r = r ?: ws_prepare(&p->ws, cfg, p->rootless, p->host_setup_uid, p->host_setup_gid, err);
 	r = r ?: limits_plan(p, cfg, err);
 	r = r ?: sc_prepare(cfg->seccomp, cfg->seccomp_log, &p->seccomp, &p->seccomp_label,
 	                    &p->seccomp_cached, &p->seccomp_answers, err);
@@ -445,7 +470,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 			r = nsbox_err(err, ENOMEM, "plan", "plan command");
 		p->argv = argv.v;
 		p->hostname = strdup(cfg->hostname);
-		p->workdir = strdup(cfg->workdir ? cfg->workdir : "/");
+		p->workdir = strdup(cfg->workdir ? cfg->workdir : p->ws.active ? "/workspace" : "/");
 		p->cap_last = cap_max_bits() - 1;
 		p->timeout_ms = cfg->timeout_ms;
 		p->output_cap = cfg->output;
@@ -462,6 +487,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	if (r == 0 && p->net_none)
 		r = net_build_loopback_msg(p) < 0 ? nsbox_err(err, ENOMEM, "plan", "build netlink message") : 0;
 	if (r < 0) {
+		ws_finish(&p->ws);
 		plan_free(p);
 		return r;
 	}

@@ -12,6 +12,7 @@
 
 #include "cgroup.h"
 #include "seccomp.h"
+#include "workspace.h"
 #include "conf.h"
 #include "nsbox.h"
 
@@ -20,7 +21,7 @@ enum step {
 	STEP_SYNC = 1, STEP_SETUP_IDS, STEP_MOUNT_PRIVATE, STEP_ROOT, STEP_MOUNT_OP,
 	STEP_PIVOT_ROOT, STEP_HOSTNAME, STEP_LOOPBACK, STEP_FORK, STEP_STDIO, STEP_SETSID,
 	STEP_CAPS, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_NO_NEW_PRIVS, STEP_CHDIR,
-	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP_SECCOMP, STEP__MAX
+	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP_SECCOMP, STEP_WORKSPACE, STEP__MAX
 };
 
 /* One mount operation, relative to the new root (bubblewrap's setup ops). */
@@ -33,6 +34,7 @@ enum mount_kind {
 	OP_MASK_FILE,  /* bind /dev/null over target when it exists */
 	OP_MASK_DIR,   /* mount an empty read-only tmpfs over target when it exists */
 	OP_WRITE_FILE, /* create target with `data` (len bytes, mode) */
+	OP_OVERLAY,    /* mount overlayfs on target with options `data` */
 };
 
 #define OPF_RDONLY    (1u << 0)
@@ -66,6 +68,8 @@ typedef struct nsbox_plan {
 	char **newuidmap_argv, **newgidmap_argv;   /* without the pid (filled at spawn) */
 	uid_t setup_uid, uid;
 	gid_t setup_gid, gid;
+	uid_t host_setup_uid;      /* the setup identity as the host sees it */
+	gid_t host_setup_gid;
 	bool may_setgroups;
 	int cap_last;
 
@@ -101,6 +105,9 @@ typedef struct nsbox_plan {
 	cpu_set_t cpu_mask;
 	int cpu_count;
 
+	/* workspace */
+	ws_plan ws;
+
 	/* seccomp */
 	sc_bpf seccomp;             /* n == 0: unconfined */
 	char *seccomp_label;        /* for the record */
@@ -129,6 +136,8 @@ int mounts_open_sources(const nsbox_plan *p, int *failed_op); /* mounts.c */
 int mounts_build_root(const nsbox_plan *p, int *failed_op);
 int mounts_apply(const nsbox_plan *p, int root_fd, int *failed_op);
 int mounts_pivot(int root_fd);
+/* Root's idmapped workspace tree, received with the go-ahead. */
+void mounts_set_workspace_fd(int fd);
 int caps_drop_bounding(int cap_last);                      /* caps.c */
 int caps_clear(void);
 int net_loopback_up(const nsbox_plan *p);                  /* net.c */

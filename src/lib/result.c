@@ -108,6 +108,11 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->rusage = sb->rusage;
 	r->enforced_by = sb->plan->enforced_by;
 	r->seccomp_log = sb->plan->seccomp.notify;
+	r->have_workspace = sb->plan->ws.active && sb->plan->ws.mode == WS_OVERLAY;
+	r->changes = TAKE_PTR(sb->changes);
+	r->n_changes = sb->n_changes;
+	sb->n_changes = 0;
+	r->session = sb->plan->ws.session ? strdup(sb->plan->ws.session) : NULL;
 	r->denied = TAKE_PTR(sb->denied);
 	r->n_denied = sb->n_denied;
 	sb->n_denied = 0;
@@ -185,6 +190,8 @@ void nsbox_result_free(nsbox_result *r)
 	free(r->namespaces_json);
 	free(r->network);
 	free(r->seccomp);
+	free(r->session);
+	ws_changes_free(r->changes, r->n_changes);
 	for (size_t i = 0; i < r->n_denied; i++)
 		free(r->denied[i].name);
 	free(r->denied);

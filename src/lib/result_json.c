@@ -139,7 +139,19 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	resources(&b, r);
 	limits(&b, r->cfg, r->enforced_by);
 	isolation(&b, r);
-	buf_puts(&b, ",\"changes\":[]");
+	buf_puts(&b, ",\"changes\":[");
+	for (size_t i = 0; i < r->n_changes; i++) {
+		const ws_change *c = &r->changes[i];
+		buf_puts(&b, i ? ",{\"path\":" : "{\"path\":");
+		json_cstr(&b, c->path);
+		buf_printf(&b, ",\"kind\":\"%s\",\"detail\":\"%s\",\"denied\":%s}", c->kind, c->detail,
+		           c->denied ? "true" : "false");
+	}
+	buf_puts(&b, "]");
+	if (r->have_workspace) {
+		buf_puts(&b, ",\"session\":");
+		json_cstr(&b, r->session);
+	}
 	if (r->seccomp_log) {
 		buf_puts(&b, ",\"denied\":[");
 		for (size_t i = 0; i < r->n_denied; i++) {

@@ -10,6 +10,7 @@
 #include "capture.h"
 #include "cgroup.h"
 #include "janitor.h"
+#include "workspace.h"
 #include "nsbox.h"
 #include "plan.h"
 #include "proto.h"
@@ -51,6 +52,9 @@ struct nsbox_sandbox {
 	int notify_fd;        /* --seccomp-log listener, or -1 */
 	denied_call *denied;
 	size_t n_denied;
+	ws_change *changes;   /* read after the run (workspace overlay) */
+	size_t n_changes;
+	int changes_err;      /* -errno if they could not be read */
 	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
 	ino_t pidns_ino;
 };
@@ -84,6 +88,10 @@ struct nsbox_result {
 	bool oom_killed;
 	bool seccomp_log;
 	bool code_error;      /* error set by nsbox_result_classify_code */
+	bool have_workspace;
+	ws_change *changes;   /* owned */
+	size_t n_changes;
+	char *session;
 	denied_call *denied;  /* owned */
 	size_t n_denied;
 };

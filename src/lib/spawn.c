@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -218,9 +219,36 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		(void) nsbox_err_prefix(err, r, "set up user namespace");
 		goto fail;
 	}
+	/* Root's workspace: the lower layer idmapped into the sandbox's user
+	 * namespace, which exists only now; it travels with the go-ahead. */
+	int ws_fd = -1;
+	if (sb->plan->ws.active && sb->plan->ws.mode == WS_OVERLAY && sb->plan->ws.idmap) {
+		ws_fd = ws_idmapped_lower(&sb->plan->ws, pid, err);
+		if (ws_fd < 0) {
+			r = ws_fd;
+			goto fail;
+		}
+	}
 	msg go = { .type = MSG_GO };
-	if (send(sb->sync_fd, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go)) {
-		r = nsbox_err(err, errno, "spawn", "release the sandbox");
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { &go, sizeof(go) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (ws_fd >= 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &ws_fd, sizeof(int));
+	}
+	ssize_t sent = sendmsg(sb->sync_fd, &mh, MSG_NOSIGNAL);
+	int send_errno = errno;
+	if (ws_fd >= 0)
+		close(ws_fd);
+	if (sent != (ssize_t) sizeof(go)) {
+		r = nsbox_err(err, send_errno, "spawn", "release the sandbox");
 		goto fail;
 	}
 	/* The janitor is started while the child sets up on another CPU. Were
@@ -267,6 +295,7 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 	}
 	(void) cgroup_destroy(sb->cg);
 	janitor_finish(&sb->jan);
+	ws_finish(&sb->plan->ws);
 	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->notify_fd };
 	close_fds(fds, ARRAY_SIZE(fds));
 	for (int i = 0; i < 2; i++)
@@ -275,5 +304,6 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 	for (size_t i = 0; i < sb->n_denied; i++)
 		free(sb->denied[i].name);
 	free(sb->denied);
+	ws_changes_free(sb->changes, sb->n_changes);
 	free(sb);
 }

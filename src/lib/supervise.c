@@ -245,5 +245,11 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 		(void) cgroup_destroy(TAKE_PTR(sb->cg));
 		janitor_finish(&sb->jan);
 	}
+	/* The workspace's changes, from the upper layer, now that nothing
+	 * writes to it; then an ephemeral upper layer goes. */
+	ws_plan *w = &sb->plan->ws;
+	if (w->active && w->mode == WS_OVERLAY)
+		sb->changes_err = ws_scan(w->upper, w->lower, &w->deny, &sb->changes, &sb->n_changes);
+	ws_finish(w);
 	return result_from_sandbox(sb, out, err);
 }

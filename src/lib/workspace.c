@@ -1,0 +1,266 @@
+/* Workspaces, parent side: checking the directory, laying out the overlay's
+ * upper and work directories in the state directory, session locks, and the
+ * idmapped lower layer for sandboxes run by root. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "conf.h"
+#include "error.h"
+#include "images.h"
+#include "syscalls.h"
+#include "volumes.h"
+#include "workspace.h"
+
+char *ws_state_dir(void)
+{
+	char *s = NULL;
+	if (geteuid() == 0)
+		return strdup("/var/lib/nsbox/state");
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	if (xdg && *xdg == '/')
+		(void) !asprintf(&s, "%s/nsbox", xdg);
+	else if (home && *home == '/')
+		(void) !asprintf(&s, "%s/.local/state/nsbox", home);
+	return s;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*s = '/';
+		}
+	return mkdir(p, mode) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static int open_up(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void) f;
+	if (type == FTW_D || type == FTW_DNR)
+		(void) chmod(path, (st->st_mode & 07777) | S_IRWXU);
+	return 0;
+}
+
+int ws_remove_tree(const char *path)
+{
+	/* The overlay leaves a work directory with mode 000: open it up first. */
+	(void) nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
+	(void) nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
+	return image_remove_tree(path);
+}
+
+/* Overlay options separate with ',' and layers with ':'; a path with
+ * either (or a backslash) cannot be passed safely. */
+static bool option_safe(const char *p)
+{
+	return !strpbrk(p, ",:\\\n");
+}
+
+static int session_meta(ws_plan *w, nsbox_error **err)
+{
+	char path[PATH_MAX + 16], text[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "%.4000s/meta", w->dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		/* An existing session: it must be of this workspace. */
+		ssize_t n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+		text[n > 0 ? n : 0] = '\0';
+		char *nl = strchr(text, '\n');
+		if (nl)
+			*nl = '\0';
+		if (strcmp(text, w->lower))
+			return nsbox_err_invalid(err, "workspace",
+			                         "use session '%s': it belongs to workspace '%s', not '%s'",
+			                         w->session, text, w->lower);
+		return 0;
+	}
+	/* A new one: the workspace, and when it started (for apply's
+	 * conflict check). */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\n", w->lower, (long long) now.tv_sec, now.tv_nsec);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, text, (size_t) len) != len) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return nsbox_err(err, e, "workspace", "write '%s'", path);
+	}
+	close(fd);
+	return 0;
+}
+
+static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
+{
+	if (asprintf(&w->upper, "%s/upper", w->dir) < 0 || asprintf(&w->work, "%s/work", w->dir) < 0)
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	int r = mkdir_p(w->upper, 0755);
+	if (r == 0 && mkdir(w->work, 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	if (r < 0)
+		return nsbox_err(err, -r, "workspace", "create the upper layer in '%s'", w->dir);
+	/* The overlay writes its layers with the credentials of the sandbox's
+	 * setup, which must own the work directory. The upper directory is
+	 * /workspace itself as the sandbox sees it: it gets the owner and mode
+	 * of the host directory (through the idmapping, for root), so the
+	 * sandbox's user may create files at the top as it may below. */
+	struct stat st;
+	if (fstat(w->lower_fd, &st) < 0)
+		return nsbox_err(err, errno, "workspace", "stat workspace '%s'", w->lower);
+	if (geteuid() == 0) {
+		uid_t ou = st.st_uid < 65536 ? uid + st.st_uid : uid;
+		gid_t og = st.st_gid < 65536 ? gid + st.st_gid : gid;
+		if (chown(w->upper, ou, og) < 0 || chown(w->work, uid, gid) < 0)
+			return nsbox_err(err, errno, "workspace", "hand the upper layer '%s' to the sandbox", w->upper);
+	}
+	(void) chmod(w->upper, st.st_mode & 07777);
+	if (!option_safe(w->upper))
+		return nsbox_err_invalid(err, "workspace",
+		                         "keep workspace state in '%s': overlayfs cannot take paths with ',', ':' or '\\\\'",
+		                         w->dir);
+	/* The child prepends "lowerdir=/proc/self/fd/N," (an fd of exactly the
+	 * directory checked, so no host path is walked again). */
+	if (asprintf(&w->opts, "upperdir=%s,workdir=%s,userxattr", w->upper, w->work) < 0)
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	return 0;
+}
+
+int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_uid, gid_t setup_gid,
+               nsbox_error **err)
+{
+	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1 };
+	if (!cfg->workspace) {
+		if (cfg->session)
+			return nsbox_err_invalid(err, "workspace", "--session needs --workspace");
+		return 0;
+	}
+	w->active = true;
+	w->mode = cfg->workspace_mode;
+	if (strv_copy(&w->deny, &cfg->deny_changes) < 0)
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	/* The same checks as a volume: canonical, not forbidden, opened. */
+	int r = volume_open(cfg, cfg->workspace, getenv("HOME"), &w->lower, &w->lower_fd, err);
+	if (r < 0)
+		return nsbox_err_prefix(err, r, "use workspace '%s'", cfg->workspace);
+	struct stat st;
+	if (fstat(w->lower_fd, &st) < 0 || !S_ISDIR(st.st_mode))
+		return nsbox_err(err, ENOTDIR, "workspace", "use workspace '%s'", w->lower);
+	if (w->mode != WS_OVERLAY) {
+		if (cfg->session)
+			return nsbox_err_invalid(err, "workspace", "--session needs --workspace-mode overlay (the default)");
+		return 0;
+	}
+	w->idmap = !rootless;
+	_cleanup_free_ char *state = ws_state_dir();
+	if (!state)
+		return nsbox_err(err, ENOENT, "workspace", "find the state directory (HOME is not set)");
+	if (cfg->session) {
+		w->session = strdup(cfg->session);
+		if (asprintf(&w->dir, "%s/sessions/%s", state, cfg->session) < 0)
+			w->dir = NULL;
+	} else {
+		unsigned char rnd[6] = { 0 };
+		(void) getrandom(rnd, sizeof(rnd), 0);
+		if (asprintf(&w->dir, "%s/runs/%d-%02x%02x%02x%02x%02x%02x", state, (int) getpid(), rnd[0],
+		             rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]) < 0)
+			w->dir = NULL;
+	}
+	if (!w->dir || (cfg->session && !w->session))
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	/* Traversable (not listable) down to the run's own directory: the
+	 * overlay reaches its layers with the sandbox setup's credentials. */
+	r = mkdir_p(w->dir, 0711);
+	if (r == 0 && (chmod(state, 0711) < 0 || chmod(w->dir, 0700) < 0))
+		r = -errno;
+	if (r == 0 && geteuid() == 0 && chown(w->dir, setup_uid, setup_gid) < 0)
+		r = -errno;
+	if (r < 0)
+		return nsbox_err(err, -r, "workspace", "create the state directory '%s'", w->dir);
+	if (w->session) {
+		char lock[PATH_MAX + 16];
+		snprintf(lock, sizeof(lock), "%.4000s/lock", w->dir);
+		w->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (w->lock_fd < 0)
+			return nsbox_err(err, errno, "workspace", "open the session lock '%s'", lock);
+		if (flock(w->lock_fd, LOCK_EX | LOCK_NB) < 0)
+			return nsbox_err_hint(err, errno == EWOULDBLOCK ? EBUSY : errno, "workspace",
+			                      "wait for the other run to end",
+			                      "use session '%s': another run is using it", w->session);
+		r = session_meta(w, err);
+		if (r < 0)
+			return r;
+	}
+	return lay_out(w, setup_uid, setup_gid, err);
+}
+
+int ws_idmapped_lower(const ws_plan *w, pid_t child, nsbox_error **err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) child);
+	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
+	if (userns < 0)
+		return nsbox_err(err, errno, "workspace", "open '%s'", path);
+	int tree = sys_open_tree(w->lower_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree < 0)
+		return nsbox_err(err, errno, "workspace", "clone workspace '%s'", w->lower);
+	/* On-disk ids read as ids of the sandbox's user namespace: the
+	 * workspace owner (say 1000) is the sandbox's user 1000. Read-only:
+	 * the overlay never writes its lower layer, and nothing else may. */
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	                           .userns_fd = (uint64_t) userns };
+	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr) < 0) {
+		int e = errno;
+		close(tree);
+		return nsbox_err_hint(err, e, "workspace", "the filesystem may not support idmapped mounts",
+		                      "idmap workspace '%s' into the sandbox", w->lower);
+	}
+	return tree;
+}
+
+void ws_finish(ws_plan *w)
+{
+	if (!w->active)
+		return;
+	if (w->mode == WS_OVERLAY && w->dir && !w->session)
+		(void) ws_remove_tree(w->dir);
+	if (w->lock_fd >= 0) {
+		close(w->lock_fd);
+		w->lock_fd = -1;
+	}
+}
+
+void ws_plan_free(ws_plan *w)
+{
+	if (w->lower_fd >= 0)
+		close(w->lower_fd);
+	if (w->lock_fd >= 0)
+		close(w->lock_fd);
+	free(w->lower);
+	free(w->dir);
+	free(w->upper);
+	free(w->work);
+	free(w->opts);
+	free(w->session);
+	strv_clear(&w->deny);
+	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1 };
+}
