@@ -295,7 +295,8 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 	}
 	(void) cgroup_destroy(sb->cg);
 	janitor_finish(&sb->jan);
-	ws_finish(&sb->plan->ws);
+	if (sb->plan)
+		ws_finish(&sb->plan->ws);
 	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->notify_fd };
 	close_fds(fds, ARRAY_SIZE(fds));
 	for (int i = 0; i < 2; i++)
