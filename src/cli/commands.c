@@ -14,6 +14,8 @@ static const char usage[] =
 	"  run-code --lang python|node|bash (-c CODE | FILE | -) [OPTIONS]\n"
 	"                                        run a code snippet in a fresh sandbox\n"
 	"  image build [NAME] | ls | rm NAME     build (root) and manage root filesystem images\n"
+	"  session ls | changes NAME | diff NAME | apply NAME [PATH...] | discard NAME\n"
+	"                                        review and apply the workspace changes a run kept\n"
 	"  check [--json]                        what isolation and limits work here, with remedies\n"
 	"  policy show [--policy FILE]           print the effective configuration as YAML\n"
 	"  version                               print the version\n"
@@ -86,6 +88,8 @@ int cli_main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run-code"))
 		return cmd_run_code(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "session"))
+		return cmd_session(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "image"))
 		return cmd_image(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "check"))

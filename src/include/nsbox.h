@@ -206,6 +206,29 @@ int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err);
 void nsbox_image_list_free(nsbox_image_info *v, size_t count);
 int nsbox_image_remove(const char *name, nsbox_error **err);
 
+/* ---- workspace sessions ------------------------------------------------- */
+
+/* The kept changes of a workspace run with a session name (see nsbox(1),
+ * `nsbox session`). `cfg` supplies workspace.deny_changes (NULL: none). */
+typedef struct nsbox_changes nsbox_changes;
+int nsbox_session_list(char ***names, size_t *count, nsbox_error **err);
+int nsbox_session_changes(const char *name, const nsbox_config *cfg, nsbox_changes **out,
+                          nsbox_error **err);
+size_t nsbox_changes_count(const nsbox_changes *c);
+/* kind: "added", "modified", "deleted", "type_changed"; detail: "file",
+ * "directory", "symlink", "content", "mode", ... */
+int nsbox_changes_get(const nsbox_changes *c, size_t i, const char **path, const char **kind,
+                      const char **detail, bool *denied);
+void nsbox_changes_free(nsbox_changes *c);
+/* The host workspace and the upper layer holding the new versions. */
+int nsbox_session_paths(const char *name, char **workspace, char **upper, nsbox_error **err);
+/* Write the changes (all, or those at or below `paths`) into the host
+ * workspace. Refuses, unless `force`, denied changes and files that changed
+ * on the host since the session started. */
+int nsbox_session_apply(const char *name, const nsbox_config *cfg, const char *const *paths,
+                        size_t n_paths, bool force, nsbox_error **err);
+int nsbox_session_discard(const char *name, nsbox_error **err);
+
 /* ---- host check --------------------------------------------------------- */
 
 typedef enum nsbox_check_status {

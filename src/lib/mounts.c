@@ -288,7 +288,10 @@ static int apply_op(const nsbox_plan *p, size_t i, int root)
 		return (fd == -ENOENT && (op->flags & OPF_OPTIONAL)) ? 0 : fd;
 	switch (op->kind) {
 	case OP_BIND:
-		r = bind_fd(p->child_fds[i], fd, op->flags);
+		if ((op->flags & OPF_WORKSPACE) && workspace_fd >= 0)
+			r = sys_move_mount(workspace_fd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? -errno : 0;
+		else
+			r = bind_fd(p->child_fds[i], fd, op->flags);
 		break;
 	case OP_FS:
 		if (mount(op->fstype, fd_path(path, fd), op->fstype, ms_flags(op->flags), op->data) < 0)

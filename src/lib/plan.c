@@ -247,7 +247,7 @@ static int plan_workspace(nsbox_plan *p, nsbox_error **err)
 		                             .flags = OPF_MKPOINT | OPF_NOSUID | OPF_NODEV,
 		                             .desc = fmt("mount the workspace overlay of '%s' on '/workspace'", w->lower) }, err);
 	return add_op(p, (mount_op){ .kind = OP_BIND, .src_fd = fd, .src_path = w->lower, .target = "workspace",
-	                             .flags = OPF_RECURSIVE | OPF_NOSUID | OPF_NODEV | OPF_MKPOINT |
+	                             .flags = OPF_RECURSIVE | OPF_NOSUID | OPF_NODEV | OPF_MKPOINT | OPF_WORKSPACE |
 	                                      (w->mode == WS_RO ? OPF_RDONLY : 0),
 	                             .desc = fmt("bind workspace '%s' on '/workspace'", w->lower) }, err);
 }

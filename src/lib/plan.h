@@ -45,6 +45,7 @@ enum mount_kind {
 #define OPF_OPTIONAL  (1u << 5)   /* a missing target is not an error */
 #define OPF_MKPOINT   (1u << 6)   /* create a missing target (dir, or file if OPF_FILE) */
 #define OPF_FILE      (1u << 7)
+#define OPF_WORKSPACE (1u << 8)   /* root's idmapped workspace replaces the bind */
 
 typedef struct mount_op {
 	enum mount_kind kind;

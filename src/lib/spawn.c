@@ -222,8 +222,8 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	/* Root's workspace: the lower layer idmapped into the sandbox's user
 	 * namespace, which exists only now; it travels with the go-ahead. */
 	int ws_fd = -1;
-	if (sb->plan->ws.active && sb->plan->ws.mode == WS_OVERLAY && sb->plan->ws.idmap) {
-		ws_fd = ws_idmapped_lower(&sb->plan->ws, pid, err);
+	if (sb->plan->ws.active && sb->plan->ws.idmap) {
+		ws_fd = ws_idmapped_lower(&sb->plan->ws, sb->plan->ws.user_uid, sb->plan->ws.user_gid, err);
 		if (ws_fd < 0) {
 			r = ws_fd;
 			goto fail;

@@ -7,6 +7,9 @@
 #include <ftw.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,12 +130,8 @@ static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
 	struct stat st;
 	if (fstat(w->lower_fd, &st) < 0)
 		return nsbox_err(err, errno, "workspace", "stat workspace '%s'", w->lower);
-	if (geteuid() == 0) {
-		uid_t ou = st.st_uid < 65536 ? uid + st.st_uid : uid;
-		gid_t og = st.st_gid < 65536 ? gid + st.st_gid : gid;
-		if (chown(w->upper, ou, og) < 0 || chown(w->work, uid, gid) < 0)
-			return nsbox_err(err, errno, "workspace", "hand the upper layer '%s' to the sandbox", w->upper);
-	}
+	if (geteuid() == 0 && (chown(w->upper, w->user_uid, w->user_gid) < 0 || chown(w->work, uid, gid) < 0))
+		return nsbox_err(err, errno, "workspace", "hand the upper layer '%s' to the sandbox", w->upper);
 	(void) chmod(w->upper, st.st_mode & 07777);
 	if (!option_safe(w->upper))
 		return nsbox_err_invalid(err, "workspace",
@@ -149,6 +148,10 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
                nsbox_error **err)
 {
 	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1 };
+	/* The sandbox's user as the host sees it (root's range starts at the
+	 * setup identity, inside uid 0). */
+	w->user_uid = setup_uid + cfg->uid;
+	w->user_gid = setup_gid + cfg->gid;
 	if (!cfg->workspace) {
 		if (cfg->session)
 			return nsbox_err_invalid(err, "workspace", "--session needs --workspace");
@@ -165,12 +168,12 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	struct stat st;
 	if (fstat(w->lower_fd, &st) < 0 || !S_ISDIR(st.st_mode))
 		return nsbox_err(err, ENOTDIR, "workspace", "use workspace '%s'", w->lower);
+	w->idmap = !rootless;
 	if (w->mode != WS_OVERLAY) {
 		if (cfg->session)
 			return nsbox_err_invalid(err, "workspace", "--session needs --workspace-mode overlay (the default)");
 		return 0;
 	}
-	w->idmap = !rootless;
 	_cleanup_free_ char *state = ws_state_dir();
 	if (!state)
 		return nsbox_err(err, ENOENT, "workspace", "find the state directory (HOME is not set)");
@@ -213,20 +216,73 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	return lay_out(w, setup_uid, setup_gid, err);
 }
 
-int ws_idmapped_lower(const ws_plan *w, pid_t child, nsbox_error **err)
+/* A user namespace that only maps the workspace's owner (uid and gid as
+ * on disk) to the sandbox's user as the host sees it: the idmapping for
+ * the lower layer. Made by a short-lived child that waits while root writes
+ * its maps; the namespace lives on through the returned fd. */
+static int owner_userns(uid_t disk_uid, gid_t disk_gid, uid_t to_uid, gid_t to_gid, nsbox_error **err)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) child);
-	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return nsbox_err(err, errno, "workspace", "create a pipe");
+	int pidfd = -1;
+	struct clone_args ca = { .flags = CLONE_NEWUSER | CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
+	pid_t pid = (pid_t) sys_clone3(&ca);
+	if (pid == 0) {
+		char c;
+		close(p[1]);
+		(void) !read(p[0], &c, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return nsbox_err(err, errno, "workspace", "create the workspace's id mapping");
+	}
+	char path[64], map[64];
+	int r = 0, fd = -1;
+	static const char *const files[] = { "uid_map", "gid_map" };
+	for (int i = 0; r == 0 && i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, files[i]);
+		int n = snprintf(map, sizeof(map), "%u %u 1\n", i ? (unsigned) disk_gid : (unsigned) disk_uid,
+		                 i ? (unsigned) to_gid : (unsigned) to_uid);
+		int m = open(path, O_WRONLY | O_CLOEXEC);
+		if (m < 0 || write(m, map, (size_t) n) != n)
+			r = nsbox_err(err, errno, "workspace", "write '%s'", path);
+		if (m >= 0)
+			close(m);
+	}
+	if (r == 0) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			r = nsbox_err(err, errno, "workspace", "open '%s'", path);
+	}
+	close(p[1]);   /* the child exits */
+	siginfo_t si;
+	while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+		;
+	close(pidfd);
+	return r < 0 ? r : fd;
+}
+
+int ws_idmapped_lower(const ws_plan *w, uid_t to_uid, gid_t to_gid, nsbox_error **err)
+{
+	struct stat st;
+	if (fstat(w->lower_fd, &st) < 0)
+		return nsbox_err(err, errno, "workspace", "stat workspace '%s'", w->lower);
+	_cleanup_close_ int userns = owner_userns(st.st_uid, st.st_gid, to_uid, to_gid, err);
 	if (userns < 0)
-		return nsbox_err(err, errno, "workspace", "open '%s'", path);
+		return userns;
 	int tree = sys_open_tree(w->lower_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
 		return nsbox_err(err, errno, "workspace", "clone workspace '%s'", w->lower);
-	/* On-disk ids read as ids of the sandbox's user namespace: the
-	 * workspace owner (say 1000) is the sandbox's user 1000. Read-only:
-	 * the overlay never writes its lower layer, and nothing else may. */
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	/* The workspace owner's files become the sandbox user's (keep-id, as
+	 * a rootless caller gets by its own id mapping); other owners' files
+	 * read as nobody's. Read-only unless --workspace-mode rw: the overlay
+	 * never writes its lower layer, and nothing else may. */
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+	                                       (w->mode == WS_RW ? 0 : MOUNT_ATTR_RDONLY),
 	                           .userns_fd = (uint64_t) userns };
 	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr) < 0) {
 		int e = errno;

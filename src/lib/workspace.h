@@ -23,6 +23,8 @@ typedef struct ws_plan {
 	char *session;        /* NULL: ephemeral */
 	int lock_fd;          /* held while the run lasts */
 	bool idmap;           /* root: the lower layer is idmapped into the sandbox */
+	uid_t user_uid;       /* root: the sandbox's user as the host sees it */
+	gid_t user_gid;
 	strv deny;            /* workspace.deny_changes */
 } ws_plan;
 
@@ -44,10 +46,10 @@ struct nsbox_config;
  * (overlayfs writes the upper layer with the mounter's credentials). */
 int ws_prepare(ws_plan *w, const struct nsbox_config *cfg, bool rootless, uid_t setup_uid,
                gid_t setup_gid, nsbox_error **err);
-/* Parent, after the id maps: an idmapped, read-only clone of the lower
- * layer for a sandbox run by root, so the workspace owner's files belong to
- * the sandbox's user inside. Returns the detached mount's fd. */
-int ws_idmapped_lower(const ws_plan *w, pid_t child, nsbox_error **err);
+/* Parent (root): an idmapped, read-only clone of the lower layer in which
+ * the workspace owner's files belong to (to_uid, to_gid), the sandbox's user
+ * as the host sees it. Returns the detached mount's fd. */
+int ws_idmapped_lower(const ws_plan *w, uid_t to_uid, gid_t to_gid, nsbox_error **err);
 /* After the run: list the changes (overlay only), then drop an ephemeral
  * upper layer and release the session. */
 int ws_scan(const char *upper, const char *lower, const strv *deny, ws_change **out, size_t *n);
