@@ -15,7 +15,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,6 +116,39 @@ static int session_meta(ws_plan *w, nsbox_error **err)
 	return 0;
 }
 
+/* Refuse, before anything is mounted, a state directory the overlay could
+ * not use as its upper layer: another overlay, a network filesystem, or
+ * one without user extended attributes (the overlay keeps whiteouts and
+ * opaque markers there, mounted with userxattr). */
+#define CIFS_MAGIC 0xff534d42   /* not in <linux/magic.h> */
+
+static int check_upper_fs(const char *dir, nsbox_error **err)
+{
+	const char *remedy = geteuid() == 0
+	                     ? "put /var/lib/nsbox on a local filesystem such as ext4, xfs, btrfs or tmpfs"
+	                     : "set XDG_STATE_HOME to a directory on a local filesystem such as ext4, xfs, btrfs or tmpfs";
+	struct statfs sf;
+	if (statfs(dir, &sf) < 0)
+		return nsbox_err(err, errno, "workspace", "inspect the state directory '%s'", dir);
+	const char *kind = sf.f_type == OVERLAYFS_SUPER_MAGIC ? "an overlay"
+	                   : sf.f_type == NFS_SUPER_MAGIC ? "an NFS"
+	                   : sf.f_type == SMB_SUPER_MAGIC || sf.f_type == CIFS_MAGIC ? "an SMB/CIFS"
+	                   : NULL;
+	if (kind)
+		return nsbox_err_hint(err, EINVAL, "workspace", remedy,
+		                      "keep the workspace's upper layer in '%s': it is on %s filesystem, "
+		                      "which cannot be an overlay upper layer", dir, kind);
+	if (lsetxattr(dir, "user.nsbox.probe", "1", 1, 0) < 0) {
+		if (errno == ENOTSUP)
+			return nsbox_err_hint(err, ENOTSUP, "workspace", remedy,
+			                      "keep the workspace's upper layer in '%s': its filesystem has no user "
+			                      "extended attributes, which the overlay needs", dir);
+	} else {
+		(void) lremovexattr(dir, "user.nsbox.probe");
+	}
+	return 0;
+}
+
 static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
 {
 	if (asprintf(&w->upper, "%s/upper", w->dir) < 0 || asprintf(&w->work, "%s/work", w->dir) < 0)
@@ -122,6 +158,9 @@ static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
 		r = -errno;
 	if (r < 0)
 		return nsbox_err(err, -r, "workspace", "create the upper layer in '%s'", w->dir);
+	r = check_upper_fs(w->dir, err);
+	if (r < 0)
+		return r;
 	/* The overlay writes its layers with the credentials of the sandbox's
 	 * setup, which must own the work directory. The upper directory is
 	 * /workspace itself as the sandbox sees it: it gets the owner and mode
