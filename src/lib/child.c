@@ -15,9 +15,13 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 #include "proto.h"
+#include "proxy.h"
 #include "syscalls.h"
+
+static int proxy_listen(int sync_fd);
 
 void child_report(int sync_fd, enum step step, int index, int err)
 {
@@ -163,6 +167,11 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		if (r < 0)
 			fail(a, STEP_LOOPBACK, -1, r);
 	}
+	if (p->proxy) {
+		r = proxy_listen(a->sync_fd);
+		if (r < 0)
+			fail(a, STEP_PROXY, -1, r);
+	}
 
 	/* Nothing opened before pivot_root may reach the payload: close every
 	 * fd but the standard streams and the supervisor's socket. */
@@ -170,6 +179,38 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		(void) sys_close_range(3, (unsigned) a->sync_fd - 1, 0);
 	(void) sys_close_range((unsigned) a->sync_fd + 1, ~0U, 0);
 	init_run(a);
+}
+
+/* --allow-host: a socket listening on 127.0.0.1:PROXY_PORT in the sandbox's
+ * network namespace, handed to the supervisor, which accepts on it from
+ * outside: the sandbox reaches the proxy with no route anywhere else. */
+static int proxy_listen(int sync_fd)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PROXY_PORT),
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int r = 0;
+	if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
+		r = -errno;
+	if (r == 0) {
+		msg m = { .type = MSG_PROXY_SOCKET };
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		memset(cbuf, 0, sizeof(cbuf));
+		struct iovec iov = { &m, sizeof(m) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+		                     .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		if (sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0)
+			r = -errno;
+	}
+	close(fd);
+	return r;
 }
 
 /* execvpe() searches the caller's PATH, not the sandbox's: do it here. */

@@ -16,6 +16,7 @@
 #include "idmap.h"
 #include "images.h"
 #include "plan.h"
+#include "proxy.h"
 #include "syscalls.h"
 #include "units.h"
 #include "volumes.h"
@@ -29,6 +30,7 @@ static const char *const step_names[STEP__MAX] = {
 	[STEP_PIVOT_ROOT] = "pivot_root into the root filesystem",
 	[STEP_HOSTNAME] = "set hostname",
 	[STEP_LOOPBACK] = "bring up loopback",
+	[STEP_PROXY] = "open the allowlist proxy's port",
 	[STEP_FORK] = "fork the payload",
 	[STEP_STDIO] = "set up standard streams",
 	[STEP_SETSID] = "start a new session",
@@ -72,6 +74,7 @@ void plan_free(nsbox_plan *p)
 		return;
 	free(p->uid_map);
 	free(p->gid_map);
+	strv_clear(&p->allow);
 	free_strv(p->newuidmap_argv);
 	free_strv(p->newgidmap_argv);
 	if (p->rootfs_fd >= 0)
@@ -335,6 +338,15 @@ static int plan_env(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	_cleanup_free_ char *home_kv = fmt("HOME=%s", home ? home : "/");
 	int r = strv_push(&env, "PATH=" NSBOX_DEFAULT_PATH);
 	r = r ?: home_kv ? strv_push(&env, home_kv) : -ENOMEM;
+	/* --allow-host: the proxy, for the tools that read these (curl, wget,
+	 * pip, and npm through its npm_config_* variables). */
+	static const char *const proxy_env[] = {
+		"http_proxy=" PROXY_URL, "https_proxy=" PROXY_URL, "HTTP_PROXY=" PROXY_URL, "HTTPS_PROXY=" PROXY_URL,
+		"npm_config_proxy=" PROXY_URL, "npm_config_https_proxy=" PROXY_URL,
+		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1",
+	};
+	for (size_t i = 0; r == 0 && cfg->allow.n && i < sizeof(proxy_env) / sizeof(*proxy_env); i++)
+		r = strv_push(&env, proxy_env[i]);
 	for (size_t i = 0; r == 0 && i < cfg->env_set.n; i++) {
 		const char *kv = cfg->env_set.v[i];
 		long at = strv_find_env(&env, kv, strcspn(kv, "="));
@@ -426,9 +438,11 @@ static int plan_unsupported(const nsbox_config *cfg, nsbox_error **err)
 	if (cfg->net == NET_USER)
 		return nsbox_err(err, ENOTSUP, "config",
 		                 "network mode 'user' is not available in this version (use 'none' or 'host')");
-	if (cfg->allow.n)
-		return nsbox_err(err, ENOTSUP, "config",
-		                 "network.allow ('%s') is not available in this version", cfg->allow.v[0]);
+	if (cfg->allow.n && cfg->net != NET_NONE)
+		return nsbox_err_invalid(err, "config",
+		                         "network.allow ('%s') needs network mode 'none': the allowlist proxy is the "
+		                         "sandbox's only way out, and mode '%s' would open another",
+		                         cfg->allow.v[0], cfg->net == NET_HOST ? "host" : "user");
 	return 0;
 }
 
@@ -475,12 +489,15 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 		p->timeout_ms = cfg->timeout_ms;
 		p->output_cap = cfg->output;
 		p->net_none = cfg->net == NET_NONE;
+		p->proxy = p->net_none && cfg->allow.n;
+		if (p->proxy && strv_copy(&p->allow, &cfg->allow) < 0)
+			r = nsbox_err(err, ENOMEM, "plan", "plan the allowlist");
 		p->clone_flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 		                 CLONE_NEWUTS | CLONE_NEWCGROUP | (p->net_none ? CLONE_NEWNET : 0);
 		p->namespaces_json = strdup(p->net_none
 			? "[\"user\",\"pid\",\"mount\",\"net\",\"ipc\",\"uts\",\"cgroup\"]"
 			: "[\"user\",\"pid\",\"mount\",\"ipc\",\"uts\",\"cgroup\"]");
-		p->network = strdup(p->net_none ? "none" : "host");
+		p->network = strdup(p->proxy ? "allowlist" : p->net_none ? "none" : "host");
 		if (!r && (!p->hostname || !p->workdir || !p->namespaces_json || !p->network))
 			r = nsbox_err(err, ENOMEM, "plan", "plan the sandbox");
 	}

@@ -21,7 +21,7 @@ enum step {
 	STEP_SYNC = 1, STEP_SETUP_IDS, STEP_MOUNT_PRIVATE, STEP_ROOT, STEP_MOUNT_OP,
 	STEP_PIVOT_ROOT, STEP_HOSTNAME, STEP_LOOPBACK, STEP_FORK, STEP_STDIO, STEP_SETSID,
 	STEP_CAPS, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_NO_NEW_PRIVS, STEP_CHDIR,
-	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP_SECCOMP, STEP_WORKSPACE, STEP__MAX
+	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP_SECCOMP, STEP_WORKSPACE, STEP_PROXY, STEP__MAX
 };
 
 /* One mount operation, relative to the new root (bubblewrap's setup ops). */
@@ -90,6 +90,8 @@ typedef struct nsbox_plan {
 	char *workdir;
 	uint64_t clone_flags;
 	bool net_none;             /* bring up loopback */
+	bool proxy;                /* --allow-host: listen for the proxy inside */
+	strv allow;                /* ...and what it lets through */
 	/* RTM_NEWLINK setting lo up, built with libmnl (netlink headers need
 	 * 4-byte alignment) */
 	unsigned char nl_msg[256] __attribute__((aligned(8)));

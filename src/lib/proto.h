@@ -12,6 +12,7 @@ enum msg_type {
 	MSG_ERROR,      /* child -> supervisor: step, index, errno */
 	MSG_EXIT,       /* init -> supervisor: the payload's wait status */
 	MSG_LISTENER,   /* payload -> supervisor: the seccomp listener, as SCM_RIGHTS */
+	MSG_PROXY_SOCKET,      /* child -> supervisor: the proxy's listening socket, as SCM_RIGHTS */
 };
 
 typedef struct msg {

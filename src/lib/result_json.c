@@ -110,6 +110,34 @@ static void isolation(buf *b, const nsbox_result *r)
 	buf_puts(b, "}");
 }
 
+static void dests(buf *b, const char *key, const proxy_dest *v, size_t n)
+{
+	buf_printf(b, ",\"%s\":[", key);
+	for (size_t i = 0; i < n; i++) {
+		buf_puts(b, i ? ",{\"destination\":" : "{\"destination\":");
+		json_cstr(b, v[i].name);
+		buf_printf(b, ",\"count\":%llu}", (unsigned long long) v[i].count);
+	}
+	buf_puts(b, "]");
+}
+
+/* What the allowlist proxy let through and refused, by destination. */
+static void network(buf *b, const nsbox_result *r)
+{
+	buf_puts(b, ",\"network\":{\"mode\":");
+	json_cstr(b, r->network);
+	buf_puts(b, ",\"allow\":[");
+	for (size_t i = 0; r->proxy && r->cfg && i < r->cfg->allow.n; i++) {
+		if (i)
+			buf_puts(b, ",");
+		json_cstr(b, r->cfg->allow.v[i]);
+	}
+	buf_puts(b, "]");
+	dests(b, "allowed", r->net_allowed, r->n_net_allowed);
+	dests(b, "denied", r->net_denied, r->n_net_denied);
+	buf_puts(b, "}");
+}
+
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 {
 	if (!r || !out)
@@ -139,6 +167,7 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	resources(&b, r);
 	limits(&b, r->cfg, r->enforced_by);
 	isolation(&b, r);
+	network(&b, r);
 	buf_puts(&b, ",\"changes\":[");
 	for (size_t i = 0; i < r->n_changes; i++) {
 		const ws_change *c = &r->changes[i];

@@ -14,6 +14,7 @@
 #include "nsbox.h"
 #include "plan.h"
 #include "proto.h"
+#include "proxy.h"
 
 typedef struct denied_call {
 	char *name;
@@ -55,6 +56,9 @@ struct nsbox_sandbox {
 	ws_change *changes;   /* read after the run (workspace overlay) */
 	size_t n_changes;
 	int changes_err;      /* -errno if they could not be read */
+	proxy *proxy;         /* --allow-host, once the child passed its socket */
+	proxy_dest *net_allowed, *net_denied;   /* what it let through and refused */
+	size_t n_net_allowed, n_net_denied;
 	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
 	ino_t pidns_ino;
 };
@@ -94,6 +98,9 @@ struct nsbox_result {
 	char *session;
 	denied_call *denied;  /* owned */
 	size_t n_denied;
+	bool proxy;
+	proxy_dest *net_allowed, *net_denied;   /* owned */
+	size_t n_net_allowed, n_net_denied;
 };
 
 /* seccomp_notify.c: serve the --seccomp-log listener; false when it is done. */

@@ -25,7 +25,7 @@
 
 #define GRACE_MS 5000
 
-enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS, EV_NOTIFY };
+enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS, EV_NOTIFY, EV_PROXY };
 
 static int arm_timer(int *fd, uint64_t ms, bool repeat)
 {
@@ -95,6 +95,14 @@ static void read_messages(nsbox_sandbox *sb, int flags, int ep)
 		else if (m.type == MSG_EXIT) {
 			sb->have_exit = true;
 			sb->payload_status = m.status;
+		} else if (m.type == MSG_PROXY_SOCKET && fd >= 0 && !sb->proxy && sb->plan->proxy && ep >= 0) {
+			/* The proxy's socket, listening inside: serve it from here. */
+			sb->proxy = proxy_new(fd, &sb->plan->allow);
+			fd = -1;   /* taken, or closed by proxy_new's failure */
+			if (sb->proxy && watch(ep, proxy_fd(sb->proxy), EV_PROXY) < 0) {
+				proxy_finish(sb->proxy, NULL, NULL, NULL, NULL);
+				sb->proxy = NULL;
+			}
 		} else if (m.type == MSG_LISTENER && fd >= 0 && sb->notify_fd < 0 && sb->plan->seccomp.notify) {
 			sb->notify_fd = TAKE_FD(fd);
 			if (ep >= 0 && watch(ep, sb->notify_fd, EV_NOTIFY) < 0) {
@@ -201,6 +209,9 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 					sb->notify_fd = -1;
 				}
 				break;
+			case EV_PROXY:
+				proxy_dispatch(sb->proxy);
+				break;
 			case EV_STATS:
 				(void) read(stats_fd, &tick, sizeof(tick));
 				if (!sb->reaped)
@@ -245,6 +256,10 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 		(void) cgroup_destroy(TAKE_PTR(sb->cg));
 		janitor_finish(&sb->jan);
 	}
+	/* The proxy's last connections go with the sandbox. */
+	if (sb->proxy)
+		proxy_finish(TAKE_PTR(sb->proxy), &sb->net_allowed, &sb->n_net_allowed, &sb->net_denied,
+		             &sb->n_net_denied);
 	/* The workspace's changes, from the upper layer, now that nothing
 	 * writes to it; then an ephemeral upper layer goes. */
 	ws_plan *w = &sb->plan->ws;
