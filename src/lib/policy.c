@@ -13,6 +13,8 @@
 #include "conf.h"
 #include "error.h"
 
+const char *policy_builtin(const char *name);   /* policies_builtin.c, from policies/ */
+
 typedef struct loader {
 	nsbox_config *cfg;
 	yaml_document_t *doc;
@@ -196,16 +198,27 @@ int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **
 {
 	if (!cfg || !path)
 		return nsbox_err_invalid(err, "policy", "load policy: missing argument");
-	FILE *f = fopen(path, "re");
-	if (!f)
+	/* A bare name ("deps") is a policy shipped with nsbox; a file of that
+	 * name is "./deps". */
+	const char *shipped = strchr(path, '/') ? NULL : policy_builtin(path);
+	FILE *f = shipped ? NULL : fopen(path, "re");
+	if (!f && !shipped) {
+		if (errno == ENOENT && !strchr(path, '/'))
+			return nsbox_err_hint(err, ENOENT, "policy", "shipped policies: standard, deps",
+			                      "open policy '%s': no such file, nor a shipped policy of that name", path);
 		return nsbox_err(err, errno, "policy", "open policy '%s'", path);
+	}
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	if (!yaml_parser_initialize(&parser)) {
-		fclose(f);
+		if (f)
+			fclose(f);
 		return nsbox_err(err, ENOMEM, "policy", "load policy '%s'", path);
 	}
-	yaml_parser_set_input_file(&parser, f);
+	if (shipped)
+		yaml_parser_set_input_string(&parser, (const unsigned char *) shipped, strlen(shipped));
+	else
+		yaml_parser_set_input_file(&parser, f);
 	int r = 0;
 	if (!yaml_parser_load(&parser, &doc)) {
 		r = nsbox_err_invalid(err, "policy", "%s:%zu:%zu: %s%s%s", path,
@@ -213,15 +226,17 @@ int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **
 		              parser.problem ? parser.problem : "invalid YAML",
 		              parser.context ? " " : "", parser.context ? parser.context : "");
 		yaml_parser_delete(&parser);
-		fclose(f);
+		if (f)
+			fclose(f);
 		return r;
 	}
 	yaml_parser_delete(&parser);
-	fclose(f);
+	if (f)
+		fclose(f);
 
 	char real[PATH_MAX];
 	loader l = { .cfg = cfg, .doc = &doc, .path = path };
-	if (realpath(path, real))
+	if (!shipped && realpath(path, real))
 		l.dir = strdup(dirname(real));
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	if (!root || (root->type == YAML_SCALAR_NODE && !*scalar(root)))
