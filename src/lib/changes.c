@@ -246,7 +246,8 @@ int ws_scan(const char *upper, const char *lower, const strv *deny, ws_change **
 		ws_changes_free(s.v, s.n);
 		return s.err;
 	}
-	qsort(s.v, s.n, sizeof(*s.v), by_path);
+	if (s.n)
+		qsort(s.v, s.n, sizeof(*s.v), by_path);
 	*out = s.v;
 	*n = s.n;
 	return 0;
