@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "syscalls.h"
 #include "cleanup.h"
 #include "json.h"
 #include "sandbox.h"
@@ -32,11 +33,7 @@ const char *nsbox_status_name(nsbox_status s)
 static void new_id(char id[33])
 {
 	unsigned char raw[16] = { 0 };
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t) sizeof(raw)) {
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		memcpy(raw, &t, sizeof(t) < sizeof(raw) ? sizeof(t) : sizeof(raw));
-	}
+	random_name_bytes(raw, sizeof(raw));
 	for (int i = 0; i < 16; i++)
 		snprintf(id + 2 * i, 3, "%02x", raw[i]);
 }

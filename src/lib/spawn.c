@@ -61,8 +61,7 @@ static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
 	if (sb->plan->cg_host.driver == CG_NONE)
 		return 0;
 	char rnd[4] = { 0 };
-	if (getrandom(rnd, sizeof(rnd), 0) < 0)
-		memset(rnd, 0, sizeof(rnd));
+	random_name_bytes(rnd, sizeof(rnd));
 	snprintf(sb->cg_name, sizeof(sb->cg_name), "nsbox-%d-%02x%02x%02x%02x", (int) getpid(),
 	         (unsigned char) rnd[0], (unsigned char) rnd[1], (unsigned char) rnd[2], (unsigned char) rnd[3]);
 	cg_host *h = &sb->plan->cg_host;

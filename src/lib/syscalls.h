@@ -8,7 +8,9 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef CLONE_INTO_CGROUP
@@ -58,6 +60,23 @@ static inline int sys_pivot_root(const char *new_root, const char *put_old)
 static inline int sys_close_range(unsigned first, unsigned last, unsigned flags)
 {
 	return (int) syscall(__NR_close_range, first, last, flags);
+}
+
+/* Random bytes for names (run ids, cgroup and state directories), not
+ * keys: never block, even early in boot before the kernel's generator is
+ * seeded (a fresh VM or CI guest would otherwise wait on it). */
+#ifndef GRND_INSECURE
+#define GRND_INSECURE 0x0004
+#endif
+static inline void random_name_bytes(void *out, size_t n)
+{
+	if (getrandom(out, n, GRND_INSECURE) == (ssize_t) n || getrandom(out, n, GRND_NONBLOCK) == (ssize_t) n)
+		return;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	unsigned long long mix = (unsigned long long) t.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (unsigned long long) getpid();
+	for (size_t i = 0; i < n; i++, mix = mix * 6364136223846793005ULL + 1442695040888963407ULL)
+		((unsigned char *) out)[i] = (unsigned char) (mix >> 56);
 }
 
 #endif

@@ -222,7 +222,7 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 			w->dir = NULL;
 	} else {
 		unsigned char rnd[6] = { 0 };
-		(void) getrandom(rnd, sizeof(rnd), 0);
+		random_name_bytes(rnd, sizeof(rnd));
 		if (asprintf(&w->dir, "%s/runs/%d-%02x%02x%02x%02x%02x%02x", state, (int) getpid(), rnd[0],
 		             rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]) < 0)
 			w->dir = NULL;
