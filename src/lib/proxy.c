@@ -158,6 +158,11 @@ static void refuse(conn *c, int code, const char *reason, const char *detail)
 	if (n > 0)
 		(void) send(c->cfd, msg, (size_t) n < sizeof(msg) ? (size_t) n : sizeof(msg) - 1, MSG_NOSIGNAL);
 	(void) shutdown(c->cfd, SHUT_WR);
+	if (c->lk) {   /* a lookup that took too long: its answer is not wanted */
+		(void) epoll_ctl(c->px->ep, EPOLL_CTL_DEL, c->lk->efd, NULL);
+		lookup_release(c->lk, true);
+		c->lk = NULL;
+	}
 	if (c->sfd >= 0) {
 		close(c->sfd);
 		c->sfd = -1;
