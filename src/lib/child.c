@@ -23,6 +23,23 @@
 
 static int proxy_listen(int sync_fd);
 
+/* A message of `type` to the supervisor, carrying `fd` (SCM_RIGHTS). */
+static int send_fd(int sync_fd, enum msg_type type, int fd)
+{
+	msg m = { .type = type };
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+	                     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
 void child_report(int sync_fd, enum step step, int index, int err)
 {
 	msg m = { .type = MSG_ERROR, .step = step, .index = index, .err = err };
@@ -194,21 +211,8 @@ static int proxy_listen(int sync_fd)
 	int r = 0;
 	if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
 		r = -errno;
-	if (r == 0) {
-		msg m = { .type = MSG_PROXY_SOCKET };
-		char cbuf[CMSG_SPACE(sizeof(int))];
-		memset(cbuf, 0, sizeof(cbuf));
-		struct iovec iov = { &m, sizeof(m) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-		                     .msg_controllen = sizeof(cbuf) };
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-		if (sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0)
-			r = -errno;
-	}
+	if (r == 0)
+		r = send_fd(sync_fd, MSG_PROXY_SOCKET, fd);
 	close(fd);
 	return r;
 }
@@ -297,19 +301,9 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	if (listener >= 0) {
 		/* --seccomp-log: hand the listener to the supervisor, which
 		 * answers (refuses) and counts each denied call. */
-		msg m = { .type = MSG_LISTENER };
-		char cbuf[CMSG_SPACE(sizeof(int))];
-		memset(cbuf, 0, sizeof(cbuf));
-		struct iovec iov = { &m, sizeof(m) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-		                     .msg_controllen = sizeof(cbuf) };
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &listener, sizeof(int));
-		if (sendmsg(a->sync_fd, &mh, MSG_NOSIGNAL) < 0)
-			fail(a, STEP_SECCOMP, -1, errno);
+		r = send_fd(a->sync_fd, MSG_LISTENER, listener);
+		if (r < 0)
+			fail(a, STEP_SECCOMP, -1, r);
 		close(listener);
 	}
 	int e = exec_search(p);
