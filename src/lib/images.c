@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "buf.h"
 #include "cleanup.h"
 #include "error.h"
@@ -48,38 +49,6 @@ bool image_name_valid(const char *s)
 		if (!(isalnum((unsigned char) s[i]) || strchr("._-", s[i])))
 			return false;
 	return true;
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(path);
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(p, mode) < 0 && errno != EEXIST)
-				return -errno;
-			*s = '/';
-		}
-	return mkdir(p, mode) < 0 && errno != EEXIST ? -errno : 0;
-}
-
-/* rm -rf that never leaves its filesystem (a mount left inside a failed
- * build, such as its /proc, is not descended into) nor follows a link. */
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void) st;
-	(void) f;
-	(void) (type == FTW_DP ? rmdir(path) : unlink(path));
-	return 0;
-}
-
-int image_remove_tree(const char *path)
-{
-	if (nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT)
-		return -errno;
-	return access(path, F_OK) == 0 ? -ENOTEMPTY : 0;
 }
 
 static uint64_t du_total;
@@ -218,7 +187,7 @@ int image_install(const char *store, const char *name, const char *tmp, nsbox_er
 		return nsbox_err(err, e, "image", "install the image at '%s'", final);
 	}
 	if (had)
-		(void) image_remove_tree(old);
+		(void) remove_tree(old);
 	return 0;
 }
 
@@ -251,14 +220,14 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 	snprintf(tmp, sizeof(tmp), "%s/.build-%s-%d", store, name, (int) getpid());
 	snprintf(dest, sizeof(dest), "%.4000s/rootfs", tmp);
 	snprintf(source, sizeof(source), "debootstrap %s from %s (python3, nodejs, npm, git)", suite, mirror);
-	(void) image_remove_tree(tmp);
+	(void) remove_tree(tmp);
 	if (mkdir(tmp, 0755) < 0)
 		return nsbox_err(err, errno, "image", "create the build directory '%s'", tmp);
 	r = run_recipe(dest, mirror, suite, comps, o->log_fd, err);
 	r = r ?: image_write_meta(tmp, name, source, err);
 	r = r ?: image_install(store, name, tmp, err);
 	if (r < 0)
-		(void) image_remove_tree(tmp);
+		(void) remove_tree(tmp);
 	return r;
 }
 
@@ -344,6 +313,6 @@ int nsbox_image_remove(const char *name, nsbox_error **err)
 	if (!store || lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return nsbox_err(err, ENOENT, "image", "remove image '%s': no such image in '%s'", name,
 		                 store ? store : "?");
-	int r = image_remove_tree(dir);
+	int r = remove_tree(dir);
 	return r < 0 ? nsbox_err(err, -r, "image", "remove image '%s' ('%s')", name, dir) : 0;
 }

@@ -11,7 +11,6 @@
 /* The caller's store (root: the system store), or the system store. */
 char *image_store(bool system);
 bool image_name_valid(const char *name);
-int image_remove_tree(const char *path);
 int image_write_meta(const char *dir, const char *name, const char *source, nsbox_error **err);
 int image_install(const char *store, const char *name, const char *tmp, nsbox_error **err);
 

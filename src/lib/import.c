@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "fsutil.h"
 #include "buf.h"
 #include "cleanup.h"
 #include "error.h"
@@ -88,7 +89,7 @@ static void remove_rel(importer *im, const char *rel)
 	if (lstat(path, &st) < 0)
 		return;
 	if (S_ISDIR(st.st_mode))
-		(void) image_remove_tree(path);
+		(void) remove_tree(path);
 	else
 		(void) unlink(path);
 }
@@ -516,15 +517,7 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	_cleanup_free_ char *store = image_store(false);
 	if (!store)
 		return nsbox_err(err, ENOENT, "image", "import: no image store (HOME is not set)");
-	char cmd_dir[PATH_MAX];
-	path_fmt(cmd_dir, sizeof(cmd_dir), "%s", store);
-	for (char *p = cmd_dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			(void) mkdir(cmd_dir, 0755);
-			*p = '/';
-		}
-	(void) mkdir(store, 0755);
+	(void) mkdir_p(store, 0755);   /* failures show at realpath below */
 	/* No symlink above the image: see extract_layer. */
 	char canon[PATH_MAX];
 	if (!realpath(store, canon))
@@ -544,12 +537,12 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	                .max_bytes = env_u64("NSBOX_IMPORT_MAX_BYTES", 16ull << 30),
 	                .max_entries = env_u64("NSBOX_IMPORT_MAX_ENTRIES", 2000000) };
 	path_fmt(im.root, sizeof(im.root), "%s/rootfs", tmp);
-	(void) image_remove_tree(tmp);
+	(void) remove_tree(tmp);
 	int r = mkdir(tmp, 0755) < 0 || mkdir(im.root, 0755) < 0 || mkdir(scratch, 0700) < 0
 		? nsbox_err(err, errno, "image", "create '%s'", tmp) : 0;
 	const char *kind = "?";
 	r = r ?: import_any(&im, source, scratch, &kind, err);
-	(void) image_remove_tree(scratch);
+	(void) remove_tree(scratch);
 	if (r == 0) {
 		char src[PATH_MAX + 64];
 		path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
@@ -557,6 +550,6 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	}
 	r = r ?: image_install(store, name, tmp, err);
 	if (r < 0)
-		(void) image_remove_tree(tmp);
+		(void) remove_tree(tmp);
 	return r;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "cleanup.h"
 #include "seccomp.h"
 
@@ -49,14 +50,7 @@ static char *cache_dir(void)
 		(void) !asprintf(&dir, "%s/.cache/nsbox/seccomp", home);
 	if (!dir)
 		return NULL;
-	/* mkdir -p, each component created private */
-	for (char *p = dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			(void) mkdir(dir, 0700);
-			*p = '/';
-		}
-	(void) mkdir(dir, 0700);
+	(void) mkdir_p(dir, 0700);   /* each component created private; checked below */
 	struct stat st;
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
 		free(dir);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,9 +47,11 @@ static int open_session(const char *name, session *s, nsbox_error **err)
 	char meta[PATH_MAX + 8], text[PATH_MAX + 64];
 	snprintf(meta, sizeof(meta), "%.4000s/meta", s->dir);
 	int fd = open(meta, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return nsbox_err(err, errno == ENOENT ? ENOENT : errno, "session", "open session '%s'%s", name,
-		                 errno == ENOENT ? ": there is no such session" : "");
+	if (fd < 0) {
+		int e = errno;
+		return nsbox_err(err, e, "session", "open session '%s'%s", name,
+		                 e == ENOENT ? ": there is no such session" : "");
+	}
 	ssize_t n = read(fd, text, sizeof(text) - 1);
 	close(fd);
 	text[n > 0 ? n : 0] = '\0';
@@ -145,31 +146,27 @@ int nsbox_session_list(char ***names, size_t *count, nsbox_error **err)
 	return 0;
 }
 
-/* Take the session's lock, so no run uses it meanwhile. */
-static int lock_session(const session *s, const char *name, nsbox_error **err)
+/* The session, locked so that no run uses it meanwhile: the lock's fd. */
+static int open_locked(const char *name, session *s, nsbox_error **err)
 {
-	char path[PATH_MAX + 8];
-	snprintf(path, sizeof(path), "%.4000s/lock", s->dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return nsbox_err(err, errno, "session", "lock session '%s'", name);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
+	int r = open_session(name, s, err);
+	if (r < 0)
+		return r;
+	int fd = ws_session_lock(s->dir);
+	if (fd == -EBUSY)
 		return nsbox_err(err, EBUSY, "session", "lock session '%s': a run is using it", name);
-	}
+	if (fd < 0)
+		return nsbox_err(err, -fd, "session", "lock session '%s' ('%s/lock')", name, s->dir);
 	return fd;
 }
 
 int nsbox_session_discard(const char *name, nsbox_error **err)
 {
 	session s;
-	int r = open_session(name, &s, err);
-	if (r < 0)
-		return r;
-	int lock = lock_session(&s, name, err);
+	int lock = open_locked(name, &s, err);
 	if (lock < 0)
 		return lock;
-	r = ws_remove_tree(s.dir);
+	int r = ws_remove_tree(s.dir);
 	close(lock);
 	return r < 0 ? nsbox_err(err, -r, "session", "remove session '%s' ('%s')", name, s.dir) : 0;
 }
@@ -305,12 +302,10 @@ int nsbox_session_apply(const char *name, const nsbox_config *cfg, const char *c
                         size_t n_paths, bool force, nsbox_error **err)
 {
 	session s;
-	int r = open_session(name, &s, err);
-	if (r < 0)
-		return r;
-	int lock = lock_session(&s, name, err);
+	int lock = open_locked(name, &s, err);
 	if (lock < 0)
 		return lock;
+	int r = 0;
 	ws_change *v = NULL;
 	size_t n = 0;
 	_cleanup_close_ int root = open(s.workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "cleanup.h"
 #include "conf.h"
 #include "error.h"
@@ -43,21 +44,6 @@ char *ws_state_dir(void)
 	return s;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(path);
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(p, mode) < 0 && errno != EEXIST)
-				return -errno;
-			*s = '/';
-		}
-	return mkdir(p, mode) < 0 && errno != EEXIST ? -errno : 0;
-}
-
 static int open_up(const char *path, const struct stat *st, int type, struct FTW *f)
 {
 	(void) f;
@@ -66,12 +52,29 @@ static int open_up(const char *path, const struct stat *st, int type, struct FTW
 	return 0;
 }
 
+int ws_session_lock(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%.4000s/lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno == EWOULDBLOCK ? EBUSY : errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 int ws_remove_tree(const char *path)
 {
-	/* The overlay leaves a work directory with mode 000: open it up first. */
+	/* The overlay leaves work/work with mode 000. A walk cannot enter a
+	 * directory it could not read (it only opens it up), so a second walk
+	 * reaches what is inside. */
 	(void) nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
 	(void) nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
-	return image_remove_tree(path);
+	return remove_tree(path);
 }
 
 /* Overlay options separate with ',' and layers with ':'; a path with
@@ -239,15 +242,13 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	if (r < 0)
 		return nsbox_err(err, -r, "workspace", "create the state directory '%s'", w->dir);
 	if (w->session) {
-		char lock[PATH_MAX + 16];
-		snprintf(lock, sizeof(lock), "%.4000s/lock", w->dir);
-		w->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (w->lock_fd < 0)
-			return nsbox_err(err, errno, "workspace", "open the session lock '%s'", lock);
-		if (flock(w->lock_fd, LOCK_EX | LOCK_NB) < 0)
-			return nsbox_err_hint(err, errno == EWOULDBLOCK ? EBUSY : errno, "workspace",
-			                      "wait for the other run to end",
+		w->lock_fd = ws_session_lock(w->dir);
+		if (w->lock_fd == -EBUSY)
+			return nsbox_err_hint(err, EBUSY, "workspace", "wait for the other run to end",
 			                      "use session '%s': another run is using it", w->session);
+		if (w->lock_fd < 0)
+			return nsbox_err(err, -w->lock_fd, "workspace", "lock session '%s' ('%s/lock')", w->session,
+			                 w->dir);
 		r = session_meta(w, err);
 		if (r < 0)
 			return r;

@@ -61,5 +61,8 @@ void ws_plan_free(ws_plan *w);
 bool ws_glob_match(const char *glob, const char *path);
 /* rm -rf for trees the overlay made (its work directory has mode 000). */
 int ws_remove_tree(const char *path);
+/* Take the lock of the session in `dir` (no waiting): its fd, -EBUSY when
+ * another run or command holds it, or another -errno. */
+int ws_session_lock(const char *dir);
 
 #endif
