@@ -162,25 +162,15 @@ static void walk(scan *s, int udir, int ldir, const char *rel)
 				add(s, path, "deleted", type_name(ls.st_mode));
 			continue;
 		}
-		if (!in_lower) {
-			add(s, path, "added", type_name(us.st_mode));
-			if (S_ISDIR(us.st_mode)) {
-				int sub = openat(udir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (sub >= 0) {
-					walk_added(s, sub, path);
-					close(sub);
-				}
-			}
-			continue;
-		}
-		if ((us.st_mode & S_IFMT) != (ls.st_mode & S_IFMT)) {
-			add(s, path, "type_changed", type_name(us.st_mode));
-			if (S_ISDIR(us.st_mode)) {
-				int sub = openat(udir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (sub >= 0) {
-					walk_added(s, sub, path);
-					close(sub);
-				}
+		/* New here, or another type: everything below it is added. */
+		bool added = !in_lower;
+		if (added || (us.st_mode & S_IFMT) != (ls.st_mode & S_IFMT)) {
+			add(s, path, added ? "added" : "type_changed", type_name(us.st_mode));
+			int sub = S_ISDIR(us.st_mode)
+			          ? openat(udir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+			if (sub >= 0) {
+				walk_added(s, sub, path);
+				close(sub);
 			}
 			continue;
 		}
