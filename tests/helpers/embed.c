@@ -1,11 +1,15 @@
 /* embed: use libnsbox as an embedding program would, through the public
  * header only. Usage: embed ROOTFS; prints what it checked, exits non-zero
  * on the first mismatch. */
+#include <dirent.h>
 #include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +28,7 @@ static int failures;
 		printf("\n");                               \
 	} while (0)
 
-static nsbox_result *run(const char *rootfs, int argc, const char **argv, const char *timeout)
+static nsbox_result *run(const char *rootfs, int argc, const char **argv, const char *timeout, const char *allow)
 {
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
@@ -33,6 +37,7 @@ static nsbox_result *run(const char *rootfs, int argc, const char **argv, const 
 	if (nsbox_config_new(&cfg, &e) < 0 || nsbox_config_set(cfg, "rootfs", rootfs, NULL, &e) < 0 ||
 	    nsbox_config_set(cfg, "limits.output", "64", NULL, &e) < 0 ||
 	    (timeout && nsbox_config_set(cfg, "limits.timeout", timeout, NULL, &e) < 0) ||
+	    (allow && nsbox_config_set(cfg, "network.allow", allow, NULL, &e) < 0) ||
 	    nsbox_config_set_command(cfg, argc, argv, &e) < 0) {
 		printf("not ok - configure: %s\n", nsbox_error_message(e));
 		exit(1);
@@ -50,6 +55,18 @@ static nsbox_result *run(const char *rootfs, int argc, const char **argv, const 
 	return r;
 }
 
+/* The embedding program's open fds. */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -60,7 +77,7 @@ int main(int argc, char **argv)
 	signal(SIGCHLD, SIG_IGN);
 
 	const char *a1[] = { "sh", "-c", "echo out; echo err >&2; exit 3" };
-	nsbox_result *r = run(argv[1], 3, a1, NULL);
+	nsbox_result *r = run(argv[1], 3, a1, NULL, NULL);
 	EXPECT(nsbox_result_status(r) == NSBOX_STATUS_EXITED, "status exited (%s)", nsbox_status_name(nsbox_result_status(r)));
 	EXPECT(nsbox_result_exit_code(r) == 3, "exit code 3 (%d)", nsbox_result_exit_code(r));
 	size_t len = 0;
@@ -74,24 +91,55 @@ int main(int argc, char **argv)
 	nsbox_result_free(r);
 
 	const char *a2[] = { "probe", "spew", "1000" };
-	r = run(argv[1], 3, a2, NULL);
+	r = run(argv[1], 3, a2, NULL, NULL);
 	EXPECT(nsbox_result_output_bytes(r, 1) == 1000, "all bytes counted");
 	EXPECT(nsbox_result_output_truncated(r, 1), "truncated at the cap");
 	nsbox_result_free(r);
 
 	const char *a3[] = { "sleep", "30" };
-	r = run(argv[1], 2, a3, "200ms");
+	r = run(argv[1], 2, a3, "200ms", NULL);
 	EXPECT(nsbox_result_status(r) == NSBOX_STATUS_TIMED_OUT, "timeout");
 	EXPECT(nsbox_result_exit_status(r) == 124, "timeout exit status 124");
 	nsbox_result_free(r);
 
 	const char *a4[] = { "no-such-program" };
-	r = run(argv[1], 1, a4, NULL);
+	r = run(argv[1], 1, a4, NULL, NULL);
 	EXPECT(nsbox_result_exit_status(r) == 127, "not found is 127");
 	const nsbox_error *why = nsbox_result_error(r);
 	EXPECT(why && !strcmp(nsbox_error_step(why), "exec") && nsbox_error_errno(why) == ENOENT,
 	       "exec error carries step and errno");
 	nsbox_result_free(r);
+
+	/* The allowlist proxy lives in the caller's process: when the sandbox
+	 * is killed with a tunnel still open to a server that never closes
+	 * (a socket of ours that never accepts: the kernel completes the
+	 * connection from its backlog), every socket, timer and epoll set of
+	 * the proxy is gone once the sandbox is waited for and freed. */
+	int fds = count_fds();
+	int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	if (srv < 0 || bind(srv, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(srv, 8) < 0 ||
+	    getsockname(srv, (struct sockaddr *) &sa, &sl) < 0) {
+		printf("not ok - a test server: %s\n", strerror(errno));
+		return 1;
+	}
+	char allow[64], script[512];
+	snprintf(allow, sizeof(allow), "localhost:%u", (unsigned) ntohs(sa.sin_port));
+	snprintf(script, sizeof(script),
+	         "(printf 'CONNECT %s HTTP/1.1\\r\\n\\r\\n'; sleep 30) | nc 127.0.0.1 3128 & "
+	         "printf 'GET http://denied.invalid/ HTTP/1.1\\r\\n\\r\\n' | nc 127.0.0.1 3128; sleep 30", allow);
+	const char *a5[] = { "sh", "-c", script };
+	r = run(argv[1], 3, a5, "2s", allow);
+	EXPECT(nsbox_result_status(r) == NSBOX_STATUS_TIMED_OUT, "allowlist run timed out");
+	EXPECT(nsbox_result_to_json(r, &json, NULL) == 0 &&
+	       strstr(json, "\"denied\":[{\"destination\":\"denied.invalid:80\",\"count\":1}]") &&
+	       strstr(json, "\"allowed\":[{\"destination\":\"localhost:"),
+	       "the record counts the tunnel and the refusal");
+	free(json);
+	nsbox_result_free(r);
+	close(srv);
+	EXPECT(count_fds() == fds, "no fd of the proxy is left (%d before, %d after)", fds, count_fds());
 
 	/* Arguments are checked, not asserted. */
 	nsbox_sandbox *sb = NULL;
