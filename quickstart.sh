@@ -13,7 +13,7 @@ if command -v apt-get >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
 		build-essential autoconf automake libtool pkg-config file \
 		libseccomp-dev libcap-dev libmnl-dev libyaml-dev libarchive-dev check \
-		busybox-static uidmap python3 util-linux debootstrap >/dev/null
+		busybox-static uidmap python3 util-linux debootstrap passt slirp4netns iproute2 >/dev/null
 fi
 [ -x configure ] || ./autogen.sh >/dev/null
 [ -f Makefile ] || ./configure --enable-werror >/dev/null

@@ -30,6 +30,7 @@ root:x:0:
 sandbox:x:1000:
 nogroup:x:65534:
 GROUP
+: >etc/resolv.conf   # for --network user to bind its resolver over
 chmod 755 . bin etc home workspace
 chmod 700 root
 chmod 1777 tmp

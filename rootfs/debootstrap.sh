@@ -38,6 +38,11 @@ rm -rf "$dest"/var/lib/apt/lists/* "$dest"/var/cache/apt/*.bin "$dest"/var/cache
 	"$dest"/var/log/*.log "$dest"/var/log/apt/* "$dest"/root/.npm "$dest"/tmp/* \
 	"$dest"/debootstrap
 
+# debootstrap copied the build host's resolver settings: they do not belong
+# in the image. An empty file stays, for --network user to bind its own over.
+rm -f "$dest/etc/resolv.conf"
+: >"$dest/etc/resolv.conf"
+
 step 5 "recording the contents"
 dpkg-query --admindir="$dest/var/lib/dpkg" -W -f '${Package} ${Version}\n' >"$dest/../packages.txt"
 chmod 755 "$dest"

@@ -19,7 +19,10 @@ const char run_usage[] =
 	"      --timeout DURATION  wall-clock limit; then the whole sandbox is killed (60s, 0: none)\n"
 	"      --tmpfs-size SIZE   size of /tmp and /dev/shm (100m)\n"
 	"      --max-output SIZE   bytes kept per stream, head and tail (10k with --json)\n"
-	"      --network MODE      none (loopback only) or host (none)\n"
+	"      --network MODE      none (loopback only), user (NAT through pasta or\n"
+	"                          slirp4netns) or host (none)\n"
+	"      --allow-host-loopback  with --network user: reach the host's loopback\n"
+	"                          services at the gateway address 10.0.2.2\n"
 	"      --allow-host HOST[:PORT]  allow egress to HOST (or *.SUFFIX) through a filtering\n"
 	"                          proxy (repeatable; no port: 80 and 443)\n"
 	"  -v, --volume SRC:DST[:ro|rw]  bind a host path, checked against the policy\n"
@@ -52,6 +55,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
 	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE,
+	OPT_ALLOW_HOST_LOOPBACK,
 };
 
 static const struct option long_opts[] = {
@@ -66,6 +70,7 @@ static const struct option long_opts[] = {
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ "network", required_argument, NULL, OPT_NETWORK },
 	{ "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
+	{ "allow-host-loopback", no_argument, NULL, OPT_ALLOW_HOST_LOOPBACK },
 	{ "volume", required_argument, NULL, 'v' },
 	{ "sysfs", no_argument, NULL, OPT_SYSFS },
 	{ "workdir", required_argument, NULL, 'w' },
@@ -116,6 +121,7 @@ static const struct { const char *var, *key; } env_keys[] = {
 	{ "NSBOX_HOSTNAME", "hostname" }, { "NSBOX_SECCOMP", "security.seccomp" },
 	{ "NSBOX_WORKDIR", "workdir" }, { "NSBOX_CGROUP_PARENT", "limits.cgroup_parent" },
 	{ "NSBOX_REQUIRE_CGROUP", "limits.require_cgroup" },
+	{ "NSBOX_NETWORK_HELPER", "network.helper" },
 };
 
 static const char *env_get(char **env, const char *name)
@@ -165,6 +171,10 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 		case OPT_STATS_FILE: a->stats_file = optarg; continue;
 		case OPT_SECCOMP_LOG:
 			if (push(a, "security.seccomp_log", "true", "--seccomp-log") < 0)
+				goto oom;
+			continue;
+		case OPT_ALLOW_HOST_LOOPBACK:
+			if (push(a, "network.allow_host_loopback", "true", "--allow-host-loopback") < 0)
 				goto oom;
 			continue;
 		case OPT_REQUIRE_CGROUP:

@@ -22,6 +22,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "error.h"
+#include "netuser.h"
 #include "idmap.h"
 #include "json.h"
 #include "syscalls.h"
@@ -204,10 +205,21 @@ static void check_seccomp(nsbox_check *c)
 static void check_helpers(nsbox_check *c)
 {
 	/* none, host and the allowlist proxy need nothing from the host;
-	 * user-mode NAT is not in this version, whatever helpers exist. */
-	add(c, "network", false, NSBOX_CHECK_OK, NULL,
-	    "none, host and --allow-host (the built-in filtering proxy) work; "
-	    "--network user (user-mode NAT) is not available in this version");
+	 * user-mode NAT needs a helper and a tun device it may open. */
+	nsbox_config cfg = { .net = NET_USER, .net_helper = HELPER_AUTO };
+	netuser_plan np;
+	nsbox_error *e = NULL;
+	bool user = netuser_prepare(&np, &cfg, geteuid() != 0, &e) == 0;
+	if (user)
+		add(c, "network", false, NSBOX_CHECK_OK, NULL,
+		    "none, host, --allow-host (the built-in filtering proxy) and user (NAT through %s, %s) work",
+		    netuser_helper_name(np.kind), np.path);
+	else
+		add(c, "network", false, NSBOX_CHECK_WARN, NULL,
+		    "none, host and --allow-host (the built-in filtering proxy) work; --network user does not: %s",
+		    e ? nsbox_error_message(e) : "unknown error");
+	netuser_plan_free(&np);
+	nsbox_error_free(e);
 	if (geteuid() == 0) {
 		subid_range r = { NSBOX_ROOT_RANGE_BASE, NSBOX_RANGE_COUNT };
 		bool own = subid_lookup("/etc/subuid", "nsbox", (unsigned long) -1, &r) == 1;

@@ -179,7 +179,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		fail(a, STEP_PIVOT_ROOT, -1, r);
 	close(root);
 
-	if (p->net_none) {
+	if (p->net_none || p->net_user) {
 		r = net_loopback_up(p);
 		if (r < 0)
 			fail(a, STEP_LOOPBACK, -1, r);

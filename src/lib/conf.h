@@ -11,6 +11,8 @@
 #include "strv.h"
 
 enum net_mode { NET_NONE = 0, NET_USER, NET_HOST };
+/* --network user: which user-mode network helper (auto: pasta, else slirp4netns) */
+enum net_helper { HELPER_AUTO = 0, HELPER_PASTA, HELPER_SLIRP4NETNS };
 
 typedef struct file_spec {
 	char *path;       /* absolute, inside the sandbox */
@@ -44,6 +46,8 @@ struct nsbox_config {
 	char *cgroup_parent;  /* a delegated cgroup v2 directory, or NULL */
 	enum net_mode net;
 	strv allow;
+	bool allow_host_loopback;   /* --network user: the host's loopback at the gateway */
+	enum net_helper net_helper;
 	bool read_only_root;
 	bool sysfs;
 	mount_spec *mounts;

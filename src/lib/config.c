@@ -362,7 +362,7 @@ enum key_id {
 	K_TMPFS, K_OUTPUT, K_NET_MODE, K_NET_ALLOW, K_RO_ROOT, K_SYSFS, K_MOUNTS,
 	K_FORBIDDEN, K_ALLOWED_ROOTS, K_DENY_CHANGES, K_ENV_SET, K_ENV_PASS, K_USER, K_SECCOMP,
 	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_CGROUP_PARENT, K_SECCOMP_LOG,
-	K_WS_PATH, K_WS_MODE, K_WS_SESSION,
+	K_WS_PATH, K_WS_MODE, K_WS_SESSION, K_NET_LOOPBACK, K_NET_HELPER,
 };
 
 static const struct key_def {
@@ -387,6 +387,8 @@ static const struct key_def {
 	{ "limits.cgroup_parent", K_CGROUP_PARENT, false, "an absolute cgroup v2 directory" },
 	{ "network.mode", K_NET_MODE, false, "one of none, user, host" },
 	{ "network.allow", K_NET_ALLOW, true, "HOST[:PORT] or *.SUFFIX[:PORT]" },
+	{ "network.allow_host_loopback", K_NET_LOOPBACK, false, "true or false" },
+	{ "network.helper", K_NET_HELPER, false, "one of auto, pasta, slirp4netns" },
 	{ "filesystem.read_only_root", K_RO_ROOT, false, "true or false" },
 	{ "filesystem.sysfs", K_SYSFS, false, "true or false" },
 	{ "filesystem.mounts", K_MOUNTS, true, "SRC:DST[:ro|rw]" },
@@ -512,6 +514,18 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 		return 0;
 	case K_NET_ALLOW:
 		return valid_allow_host(v) ? strv_push(&c->allow, v) : -EINVAL;
+	case K_NET_LOOPBACK:
+		return parse_bool(v, &c->allow_host_loopback) < 0 ? -EINVAL : 0;
+	case K_NET_HELPER:
+		if (!strcmp(v, "auto"))
+			c->net_helper = HELPER_AUTO;
+		else if (!strcmp(v, "pasta"))
+			c->net_helper = HELPER_PASTA;
+		else if (!strcmp(v, "slirp4netns"))
+			c->net_helper = HELPER_SLIRP4NETNS;
+		else
+			return -EINVAL;
+		return 0;
 	case K_RO_ROOT:
 		return parse_bool(v, &c->read_only_root) < 0 ? -EINVAL : 0;
 	case K_SYSFS:

@@ -65,6 +65,9 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 		kv(&b, "  ", "cgroup_parent", c->cgroup_parent);
 	buf_printf(&b, "network:\n  mode: %s\n", net[c->net]);
 	list(&b, "  ", "allow", &c->allow);
+	buf_printf(&b, "  allow_host_loopback: %s\n", c->allow_host_loopback ? "true" : "false");
+	buf_printf(&b, "  helper: %s\n", c->net_helper == HELPER_PASTA ? "pasta"
+	                                 : c->net_helper == HELPER_SLIRP4NETNS ? "slirp4netns" : "auto");
 	buf_puts(&b, "filesystem:\n");
 	buf_printf(&b, "  read_only_root: %s\n", c->read_only_root ? "true" : "false");
 	buf_printf(&b, "  sysfs: %s\n", c->sysfs ? "true" : "false");

@@ -265,6 +265,38 @@ static int mount_overlay(const nsbox_plan *p, size_t i, int root, int *fd)
 	return 0;
 }
 
+/* OP_BIND_DATA: the file is made on a scratch tmpfs stacked for a moment on
+ * the new root's /tmp, bound over the target, and the scratch mount detached:
+ * the bind keeps the file, and nothing else of the scratch tmpfs is visible.
+ * (A detached fsmount would be neater, but open_tree cannot clone from one
+ * before Linux 6.15.) */
+static int bind_data(int root, int target, const mount_op *op)
+{
+	char path[32];
+	int dir = resolve(root, "tmp", O_DIRECTORY);
+	if (dir < 0)
+		return dir;
+	int r = mount("tmpfs", fd_path(path, dir), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT,
+	              "size=16k,nr_inodes=4,mode=0755") < 0 ? -errno : 0;
+	close(dir);
+	if (r < 0)
+		return r;
+	int scratch = resolve(root, "tmp", O_DIRECTORY);
+	if (scratch < 0)
+		return scratch;
+	r = write_file(scratch, "data", op);
+	if (r == 0) {
+		int f = openat(scratch, "data", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		r = f < 0 ? -errno : bind_fd(f, target, op->flags);
+		if (f >= 0)
+			close(f);
+	}
+	if (umount2(fd_path(path, scratch), MNT_DETACH) < 0 && r == 0)
+		r = -errno;
+	close(scratch);
+	return r;
+}
+
 static int apply_op(const nsbox_plan *p, size_t i, int root)
 {
 	const mount_op *op = &p->ops[i];
@@ -311,6 +343,9 @@ static int apply_op(const nsbox_plan *p, size_t i, int root)
 		break;
 	case OP_MASK_FILE:
 		r = bind_fd(p->child_fds[p->n_ops + 1], fd, 0);
+		break;
+	case OP_BIND_DATA:
+		r = bind_data(root, fd, op);
 		break;
 	case OP_OVERLAY:
 		r = mount_overlay(p, i, root, &fd);

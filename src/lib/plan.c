@@ -58,7 +58,7 @@ const char *plan_step_name(enum step s)
 /* Ops whose `data` the plan owns (copied in add_op). */
 static bool owns_data(enum mount_kind k)
 {
-	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE || k == OP_OVERLAY;
+	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE || k == OP_OVERLAY || k == OP_BIND_DATA;
 }
 
 static void free_strv(char **v)
@@ -105,6 +105,7 @@ void plan_free(nsbox_plan *p)
 	free(p->seccomp_label);
 	cgroup_host_free(&p->cg_host);
 	free(p->network);
+	netuser_plan_free(&p->netuser);
 	nsbox_config_free(p->cfg);
 	free(p);
 }
@@ -115,7 +116,7 @@ static int add_op(nsbox_plan *p, mount_op op, nsbox_error **err)
 	mount_op *ops = realloc(p->ops, (p->n_ops + 1) * sizeof(*ops));
 	char *target = op.target ? strdup(op.target) : NULL;
 	char *data = NULL;
-	if (op.data && op.kind == OP_WRITE_FILE) {
+	if (op.data && (op.kind == OP_WRITE_FILE || op.kind == OP_BIND_DATA)) {
 		data = malloc(op.len ? op.len : 1);
 		if (data && op.len)
 			memcpy(data, op.data, op.len);
@@ -255,6 +256,34 @@ static int plan_workspace(nsbox_plan *p, nsbox_error **err)
 	                             .desc = fmt("bind workspace '%s' on '/workspace'", w->lower) }, err);
 }
 
+/* --network user: names resolve through the helper's DNS forwarder. The
+ * root is read-only, so the image must have the file to bind over; without
+ * it the run goes ahead with a warning (addresses work, names do not). */
+static int plan_resolv_conf(nsbox_plan *p, nsbox_error **err)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int fd = sys_openat2(p->rootfs_fd, "etc/resolv.conf", &how);
+	struct stat st;
+	bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (fd >= 0)
+		close(fd);
+	if (!ok) {
+		char *w = fmt("%s%sthe image has no /etc/resolv.conf to replace, so names do not resolve inside "
+		              "(the DNS forwarder is %s; create an empty /etc/resolv.conf in the image)",
+		              p->warning ? p->warning : "", p->warning ? "; " : "", NETUSER_DNS);
+		if (!w)
+			return nsbox_err(err, ENOMEM, "plan", "plan the network");
+		free(p->warning);
+		p->warning = w;
+		return 0;
+	}
+	static const char conf[] = NETUSER_RESOLV_CONF;
+	return add_op(p, (mount_op){ .kind = OP_BIND_DATA, .src_fd = -1, .target = "etc/resolv.conf",
+	                             .data = conf, .len = sizeof(conf) - 1, .mode = 0644,
+	                             .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
+	                             .desc = fmt("bind the helper's resolver on '/etc/resolv.conf'") }, err);
+}
+
 static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home, nsbox_error **err)
 {
 	int r = plan_proc(p, err);
@@ -267,6 +296,8 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
 	r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "tmp", .fstype = "tmpfs",
 	                          .data = tmp, .flags = OPF_NOSUID | OPF_NODEV,
 	                          .desc = fmt("mount tmpfs on '/tmp'") }, err);
+	if (r == 0 && cfg->net == NET_USER)
+		r = plan_resolv_conf(p, err);
 	if (r == 0 && cfg->sysfs)
 		r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "sys", .fstype = "sysfs",
 		                          .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
@@ -435,9 +466,9 @@ static int plan_unsupported(const nsbox_config *cfg, nsbox_error **err)
 	if (!cfg->read_only_root)
 		return nsbox_err(err, ENOTSUP, "config",
 		                 "filesystem.read_only_root: false is not supported: the root filesystem is always read-only (write to /tmp or a volume)");
-	if (cfg->net == NET_USER)
-		return nsbox_err(err, ENOTSUP, "config",
-		                 "network mode 'user' is not available in this version (use 'none' or 'host')");
+	if (cfg->allow_host_loopback && cfg->net != NET_USER)
+		return nsbox_err_invalid(err, "config",
+		                         "network.allow_host_loopback (--allow-host-loopback) needs network mode 'user'");
 	if (cfg->allow.n && cfg->net != NET_NONE)
 		return nsbox_err_invalid(err, "config",
 		                         "network.allow ('%s') needs network mode 'none': the allowlist proxy is the "
@@ -462,6 +493,8 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	r = config_copy(&p->cfg, cfg) < 0 ? nsbox_err(err, ENOMEM, "plan", "copy configuration") : 0;
 	r = r ?: plan_rootfs(p, cfg, err);
 	r = r ?: idmap_plan(p, cfg, err);
+	if (r == 0 && cfg->net == NET_USER)
+		r = netuser_prepare(&p->netuser, cfg, p->rootless, err);
 	r = r ?: ws_prepare(&p->ws, cfg, p->rootless, p->host_setup_uid, p->host_setup_gid, err);
 	r = r ?: limits_plan(p, cfg, err);
 	r = r ?: sc_prepare(cfg->seccomp, cfg->seccomp_log, &p->seccomp, &p->seccomp_label,
@@ -489,19 +522,21 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 		p->timeout_ms = cfg->timeout_ms;
 		p->output_cap = cfg->output;
 		p->net_none = cfg->net == NET_NONE;
+		p->net_user = cfg->net == NET_USER;
+		bool own_netns = p->net_none || p->net_user;
 		p->proxy = p->net_none && cfg->allow.n;
 		if (p->proxy && strv_copy(&p->allow, &cfg->allow) < 0)
 			r = nsbox_err(err, ENOMEM, "plan", "plan the allowlist");
 		p->clone_flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
-		                 CLONE_NEWUTS | CLONE_NEWCGROUP | (p->net_none ? CLONE_NEWNET : 0);
-		p->namespaces_json = strdup(p->net_none
+		                 CLONE_NEWUTS | CLONE_NEWCGROUP | (own_netns ? CLONE_NEWNET : 0);
+		p->namespaces_json = strdup(own_netns
 			? "[\"user\",\"pid\",\"mount\",\"net\",\"ipc\",\"uts\",\"cgroup\"]"
 			: "[\"user\",\"pid\",\"mount\",\"ipc\",\"uts\",\"cgroup\"]");
-		p->network = strdup(p->proxy ? "allowlist" : p->net_none ? "none" : "host");
+		p->network = strdup(p->proxy ? "allowlist" : p->net_none ? "none" : p->net_user ? "user" : "host");
 		if (!r && (!p->hostname || !p->workdir || !p->namespaces_json || !p->network))
 			r = nsbox_err(err, ENOMEM, "plan", "plan the sandbox");
 	}
-	if (r == 0 && p->net_none)
+	if (r == 0 && (p->net_none || p->net_user))
 		r = net_build_loopback_msg(p) < 0 ? nsbox_err(err, ENOMEM, "plan", "build netlink message") : 0;
 	if (r < 0) {
 		ws_finish(&p->ws);

@@ -14,6 +14,7 @@
 #include "seccomp.h"
 #include "workspace.h"
 #include "conf.h"
+#include "netuser.h"
 #include "nsbox.h"
 
 /* The steps the child reports on failure; their names are in plan.c. */
@@ -35,6 +36,7 @@ enum mount_kind {
 	OP_MASK_DIR,   /* mount an empty read-only tmpfs over target when it exists */
 	OP_WRITE_FILE, /* create target with `data` (len bytes, mode) */
 	OP_OVERLAY,    /* mount overlayfs on target with options `data` */
+	OP_BIND_DATA,  /* bind a private read-only file holding `data` (len bytes) over target */
 };
 
 #define OPF_RDONLY    (1u << 0)
@@ -89,7 +91,9 @@ typedef struct nsbox_plan {
 	const char *path_env;      /* PATH value inside, for the command lookup */
 	char *workdir;
 	uint64_t clone_flags;
-	bool net_none;             /* bring up loopback */
+	bool net_none;             /* own network namespace, loopback only */
+	bool net_user;             /* own network namespace, a helper's NAT */
+	netuser_plan netuser;      /* ...which helper */
 	bool proxy;                /* --allow-host: listen for the proxy inside */
 	strv allow;                /* ...and what it lets through */
 	/* RTM_NEWLINK setting lo up, built with libmnl (netlink headers need

@@ -127,6 +127,10 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->pids_limit_hit = sb->have_cg_stats && sb->cg_stats.pids_max_events > 0;
 	r->namespaces_json = strdup(sb->plan->namespaces_json);
 	r->network = strdup(sb->plan->network);
+	if (sb->plan->net_user) {
+		r->net_helper = netuser_helper_name(sb->plan->netuser.kind);
+		r->host_loopback = sb->plan->netuser.host_loopback;
+	}
 	r->captured = sb->capture;
 	for (int i = 0; sb->capture && i < 2; i++) {
 		r->out[i] = capture_text(&sb->streams[i], &r->out_len[i], &r->out_truncated[i]);

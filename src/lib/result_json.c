@@ -133,6 +133,12 @@ static void network(buf *b, const nsbox_result *r)
 		json_cstr(b, r->cfg->allow.v[i]);
 	}
 	buf_puts(b, "]");
+	if (r->net_helper) {
+		buf_puts(b, ",\"helper\":");
+		json_cstr(b, r->net_helper);
+		buf_printf(b, ",\"host_loopback\":%s,\"address\":\"%s\",\"gateway\":\"%s\",\"dns\":\"%s\"",
+		           r->host_loopback ? "true" : "false", NETUSER_ADDRESS, NETUSER_GATEWAY, NETUSER_DNS);
+	}
 	dests(b, "allowed", r->net_allowed, r->n_net_allowed);
 	dests(b, "denied", r->net_denied, r->n_net_denied);
 	buf_puts(b, "}");

@@ -56,6 +56,7 @@ struct nsbox_sandbox {
 	ws_change *changes;   /* read after the run (workspace overlay) */
 	size_t n_changes;
 	int changes_err;      /* -errno if they could not be read */
+	netuser net;          /* --network user: the helper */
 	proxy *proxy;         /* --allow-host, once the child passed its socket */
 	proxy_dest *net_allowed, *net_denied;   /* what it let through and refused */
 	size_t n_net_allowed, n_net_denied;
@@ -99,6 +100,8 @@ struct nsbox_result {
 	denied_call *denied;  /* owned */
 	size_t n_denied;
 	bool proxy;
+	const char *net_helper;   /* --network user: static name, or NULL */
+	bool host_loopback;
 	proxy_dest *net_allowed, *net_denied;   /* owned */
 	size_t n_net_allowed, n_net_denied;
 };

@@ -146,6 +146,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		return nsbox_err(err, ENOMEM, "spawn", "start sandbox");
 	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = sb->notify_fd = -1;
 	sb->jan = (janitor){ .pid = 0, .pidfd = -1, .wake = -1 };
+	sb->net = NETUSER_INIT;
 	sb->signal_fd = o->signal_fd;
 	sb->stats_interval_ms = o->stats_interval_ms;
 	sb->stats_fd = o->stats_interval_ms ? o->stats_fd : -1;
@@ -217,6 +218,14 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	if (r < 0) {
 		(void) nsbox_err_prefix(err, r, "set up user namespace");
 		goto fail;
+	}
+	/* --network user: the helper configures the sandbox's interface
+	 * before the sandbox runs anything, so the payload never sees a
+	 * network that is not up yet. */
+	if (sb->plan->net_user) {
+		r = netuser_start(&sb->plan->netuser, pid, &sb->net, err);
+		if (r < 0)
+			goto fail;
 	}
 	/* Root's workspace: the lower layer idmapped into the sandbox's user
 	 * namespace, which exists only now; it travels with the go-ahead. */
@@ -294,6 +303,7 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 	}
 	(void) cgroup_destroy(sb->cg);
 	janitor_finish(&sb->jan);
+	netuser_stop(&sb->net);
 	if (sb->plan)
 		ws_finish(&sb->plan->ws);
 	if (sb->proxy)

@@ -256,6 +256,8 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 		(void) cgroup_destroy(TAKE_PTR(sb->cg));
 		janitor_finish(&sb->jan);
 	}
+	/* The helper's NAT goes with the sandbox. */
+	netuser_stop(&sb->net);
 	/* The proxy's last connections go with the sandbox. */
 	if (sb->proxy)
 		proxy_finish(TAKE_PTR(sb->proxy), &sb->net_allowed, &sb->n_net_allowed, &sb->net_denied,

@@ -42,6 +42,24 @@ START_TEST(test_options_to_settings)
 }
 END_TEST
 
+START_TEST(test_network_user_options)
+{
+	run_args a;
+	char err[256];
+	char *env[] = { "NSBOX_NETWORK_HELPER=slirp4netns", NULL };
+	ck_assert_int_eq(parse(&a, err, env, "run", "--network", "user", "--allow-host-loopback", "true", NULL), 0);
+	ck_assert_uint_eq(a.n_settings, 3);
+	ck_assert_str_eq(a.settings[0].key, "network.helper");
+	ck_assert_str_eq(a.settings[0].value, "slirp4netns");
+	ck_assert_str_eq(a.settings[1].key, "network.mode");
+	ck_assert_str_eq(a.settings[2].key, "network.allow_host_loopback");
+	ck_assert_str_eq(a.settings[2].value, "true");
+	ck_assert_str_eq(a.settings[2].origin, "--allow-host-loopback");
+	ck_assert_int_eq(a.argc, 1);      /* a flag: "true" is the command */
+	run_args_free(&a);
+}
+END_TEST
+
 START_TEST(test_double_dash_and_policy)
 {
 	run_args a;
@@ -85,6 +103,7 @@ int main(void)
 {
 	TCase *tc = tcase_create("args");
 	tcase_add_test(tc, test_options_to_settings);
+	tcase_add_test(tc, test_network_user_options);
 	tcase_add_test(tc, test_double_dash_and_policy);
 	tcase_add_test(tc, test_errors);
 	return unit_run("args", tc);

@@ -58,6 +58,10 @@ static const struct { const char *key, *value; bool ok; } sets[] = {
 	{ "filesystem.mounts", "/a:/dev/x", false }, { "filesystem.forbidden", "~/.x", true },
 	{ "filesystem.forbidden", "relative", false }, { "filesystem.read_only_root", "yes", true },
 	{ "filesystem.sysfs", "maybe", false }, { "no.such.key", "1", false },
+	{ "network.mode", "user", true }, { "network.allow_host_loopback", "true", true },
+	{ "network.allow_host_loopback", "sometimes", false }, { "network.helper", "pasta", true },
+	{ "network.helper", "slirp4netns", true }, { "network.helper", "auto", true },
+	{ "network.helper", "vde", false },
 };
 
 START_TEST(test_set)

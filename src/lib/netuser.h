@@ -1,0 +1,47 @@
+/* --network user: user-mode NAT by a helper program (pasta, from the passt
+ * package, or slirp4netns) attached to the sandbox's network namespace. */
+#ifndef NSBOX_NETUSER_H
+#define NSBOX_NETUSER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "conf.h"
+#include "error.h"
+
+/* The addresses the sandbox sees, whichever helper serves it (slirp4netns'
+ * defaults; pasta is told to use the same). */
+#define NETUSER_ADDRESS "10.0.2.100"
+#define NETUSER_GATEWAY "10.0.2.2"     /* the host's loopback, when allowed */
+#define NETUSER_DNS     "10.0.2.3"     /* forwarded to the host's resolver */
+#define NETUSER_RESOLV_CONF "nameserver " NETUSER_DNS "\n"
+
+/* What the parent decided: which helper, where it is. */
+typedef struct netuser_plan {
+	enum net_helper kind;      /* HELPER_PASTA or HELPER_SLIRP4NETNS */
+	char *path;                /* the helper's executable */
+	bool host_loopback;        /* --allow-host-loopback */
+	bool as_root;              /* we are host root: the helper keeps uid 0 */
+} netuser_plan;
+
+/* The running helper, supervisor side. */
+typedef struct netuser {
+	pid_t pid;
+	int pidfd;
+	int exit_fd;               /* slirp4netns --exit-fd: it quits when this closes */
+	int log_fd;                /* a memfd holding its stderr */
+} netuser;
+
+#define NETUSER_INIT ((netuser){ .pid = 0, .pidfd = -1, .exit_fd = -1, .log_fd = -1 })
+
+const char *netuser_helper_name(enum net_helper kind);
+/* Find the helper and check that it can work here (/dev/net/tun). */
+int netuser_prepare(netuser_plan *np, const nsbox_config *cfg, bool rootless, nsbox_error **err);
+void netuser_plan_free(netuser_plan *np);
+/* Start the helper on the namespaces of `child` (its user namespace has its
+ * id maps) and wait until the interface is configured. */
+int netuser_start(const netuser_plan *np, pid_t child, netuser *h, nsbox_error **err);
+/* Stop it (if running) and release everything; safe to call twice. */
+void netuser_stop(netuser *h);
+
+#endif
