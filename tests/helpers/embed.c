@@ -1,6 +1,7 @@
 /* embed: use libnsbox as an embedding program would, through the public
- * header only. Usage: embed ROOTFS; prints what it checked, exits non-zero
- * on the first mismatch. */
+ * header only. Usage: embed ROOTFS, or embed ROOTFS netuser URL (a
+ * --network user run that fetches URL); prints what it checked, exits
+ * non-zero on the first mismatch. */
 #include <dirent.h>
 #include <errno.h>
 #include <arpa/inet.h>
@@ -16,6 +17,7 @@
 #include "nsbox.h"
 
 static int failures;
+static const char *net_mode;   /* network.mode for run(), or NULL */
 
 #define EXPECT(cond, ...)                                   \
 	do {                                                \
@@ -38,6 +40,7 @@ static nsbox_result *run(const char *rootfs, int argc, const char **argv, const 
 	    nsbox_config_set(cfg, "limits.output", "64", NULL, &e) < 0 ||
 	    (timeout && nsbox_config_set(cfg, "limits.timeout", timeout, NULL, &e) < 0) ||
 	    (allow && nsbox_config_set(cfg, "network.allow", allow, NULL, &e) < 0) ||
+	    (net_mode && nsbox_config_set(cfg, "network.mode", net_mode, NULL, &e) < 0) ||
 	    nsbox_config_set_command(cfg, argc, argv, &e) < 0) {
 		printf("not ok - configure: %s\n", nsbox_error_message(e));
 		exit(1);
@@ -67,14 +70,35 @@ static int count_fds(void)
 	return n;
 }
 
+/* --network user: the helper is our child too; once the sandbox is freed,
+ * neither it nor any fd of it (pidfd, log, pipes) may be left. */
+static int netuser(const char *rootfs, const char *url)
+{
+	int fds = count_fds();
+	net_mode = "user";
+	const char *a[] = { "wget", "-q", "-O-", url };
+	nsbox_result *r = run(rootfs, 4, a, "20s", NULL);
+	size_t len = 0;
+	const char *out = nsbox_result_output(r, 1, &len);
+	EXPECT(nsbox_result_exit_code(r) == 0 && out && len > 0, "--network user fetched %s (%.*s)", url,
+	       (int) (out && len && out[len - 1] == '\n' ? len - 1 : len), out ? out : "");
+	nsbox_result_free(r);
+	EXPECT(count_fds() == fds, "no fd of the helper is left (%d before, %d after)", fds, count_fds());
+	EXPECT(waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD, "the helper was reaped");
+	printf("%d failed\n", failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: embed ROOTFS\n");
+	if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "netuser"))) {
+		fprintf(stderr, "usage: embed ROOTFS [netuser URL]\n");
 		return 2;
 	}
 	/* An embedding program's own SIGCHLD handling must not see the sandbox. */
 	signal(SIGCHLD, SIG_IGN);
+	if (argc == 4)
+		return netuser(argv[1], argv[3]);
 
 	const char *a1[] = { "sh", "-c", "echo out; echo err >&2; exit 3" };
 	nsbox_result *r = run(argv[1], 3, a1, NULL, NULL);
