@@ -11,9 +11,10 @@
  * helper attached by pid or by name can configure the wrong namespace, the
  * host's included.)
  *
- * Lifetime: the helper is our child, killed at the end of the run; if we die
- * first, its parent-death signal ends it, and slirp4netns also quits when
- * its --exit-fd closes. Readiness: slirp4netns writes to --ready-fd; pasta
+ * Lifetime: a keeper process (see keeper_main) kills the helper when we
+ * close its pipe at the end of the run, or when we die; the helper also dies
+ * with the keeper (parent-death signal), and slirp4netns quits when its
+ * --exit-fd closes. Readiness: slirp4netns writes to --ready-fd; pasta
  * writes its pid file, which we make a pipe, only once the interface is up. */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,7 +35,6 @@
 #include "syscalls.h"
 
 #define READY_TIMEOUT_MS 10000
-#define STOP_GRACE_MS 500
 
 /* The fds the helper finds open, by number (see helper_argv). */
 enum { FD_USERNS = 3, FD_NETNS, FD_READY, FD_EXIT, FD__N };
@@ -161,17 +162,18 @@ static void helper_argv(const netuser_plan *np, const char **argv)
 	argv[n] = NULL;
 }
 
-/* In the cloned child: only async-signal-safe calls (the library may be
+/* In the cloned helper: only async-signal-safe calls (the library may be
  * embedded in a threaded program). src[i] goes to fd i. */
 __attribute__((noreturn)) static void helper_exec(const char *path, const char *const *argv,
-                                                  int src[FD__N], pid_t parent)
+                                                  int src[FD__N], pid_t keeper)
 {
 	sigset_t none;
 	sigemptyset(&none);
 	(void) sigprocmask(SIG_SETMASK, &none, NULL);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	(void) sigaction(SIGPIPE, &dfl, NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != keeper)
 		_exit(127);
-	(void) setsid();
 	/* Move every source above the targets first, then into place. */
 	for (int i = 0; i < FD__N; i++)
 		if (src[i] >= 0 && (src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, FD__N + 16)) < 0)
@@ -183,6 +185,57 @@ __attribute__((noreturn)) static void helper_exec(const char *path, const char *
 	static char *const envp[] = { "PATH=" NSBOX_DEFAULT_PATH, NULL };
 	execve(path, (char *const *) argv, envp);
 	_exit(127);
+}
+
+/* The keeper: started through an intermediate that exits at once, so that
+ * neither it nor the helper is our child and we never wait for them. It
+ * starts the helper, tells us its pid, and waits for `life` to close - we
+ * stopped it, or died - to kill the helper, reap it and report how it
+ * ended. The helper's own exit is slow (closing the tap device unregisters
+ * it, which waits for RCU grace periods: 10-40 ms here); nobody waits for it
+ * but the keeper. Until then an early-dead helper stays a zombie, so its
+ * pid cannot be reused before we have a pidfd for it. */
+__attribute__((noreturn)) static void keeper_main(const char *path, const char *const *argv, int src[FD__N],
+                                                  int life, int report)
+{
+	(void) setsid();
+	(void) prctl(PR_SET_NAME, "nsbox-netkeeper", 0, 0, 0);
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	(void) sigaction(SIGINT, &ign, NULL);
+	(void) sigaction(SIGHUP, &ign, NULL);
+	(void) sigaction(SIGPIPE, &ign, NULL);
+	/* The embedding program may ignore SIGCHLD, which would reap the
+	 * helper behind our back. */
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	(void) sigaction(SIGCHLD, &dfl, NULL);
+	pid_t self = getpid();
+	struct clone_args ca = { .exit_signal = SIGCHLD };
+	pid_t helper = (pid_t) sys_clone3(&ca);
+	if (helper == 0)
+		helper_exec(path, argv, src, self);
+	int32_t word = helper;
+	if (helper < 0 || write(report, &word, sizeof(word)) != sizeof(word))
+		_exit(1);
+	/* Only what we need from here: life and report; and not the caller's
+	 * standard streams, whose readers wait for every writer to close. */
+	for (int i = 0; i < 3; i++)
+		(void) dup2(src[0], i);
+	int lo = life < report ? life : report, hi = life < report ? report : life;
+	if (lo > 3)
+		(void) sys_close_range(3, (unsigned) lo - 1, 0);
+	if (hi > lo + 1)
+		(void) sys_close_range((unsigned) lo + 1, (unsigned) hi - 1, 0);
+	(void) sys_close_range((unsigned) hi + 1, ~0U, 0);
+	char c;
+	while (read(life, &c, 1) < 0 && errno == EINTR)
+		;
+	(void) kill(helper, SIGKILL);
+	int status = 0;
+	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+		;
+	word = status;
+	(void) !write(report, &word, sizeof(word));
+	_exit(0);
 }
 
 /* The last line the helper wrote to stderr, for the error message. */
@@ -215,6 +268,20 @@ static int helper_errno(const char *words)
 	return EPROTO;
 }
 
+/* How the helper ended, from the keeper, once life is closed. */
+static int helper_status(netuser *h)
+{
+	if (h->life_fd >= 0) {
+		close(h->life_fd);
+		h->life_fd = -1;
+	}
+	int32_t word;
+	struct pollfd pfd = { .fd = h->report_fd, .events = POLLIN };
+	if (poll(&pfd, 1, 2000) == 1 && read(h->report_fd, &word, sizeof(word)) == sizeof(word))
+		return word;
+	return -1;
+}
+
 static int wait_ready(const netuser_plan *np, netuser *h, int ready_fd, nsbox_error **err)
 {
 	const char *name = netuser_helper_name(np->kind);
@@ -231,24 +298,50 @@ static int wait_ready(const netuser_plan *np, netuser *h, int ready_fd, nsbox_er
 		                      "set up --network user: '%s' did not configure the interface within %d s",
 		                      np->path, READY_TIMEOUT_MS / 1000);
 	/* It exited (or closed the pipe, which it only does by exiting). */
-	siginfo_t si = { 0 };
-	(void) waitid(P_PIDFD, (id_t) h->pidfd, &si, WEXITED | __WALL);
-	close(h->pidfd);
-	h->pidfd = -1;
-	h->pid = 0;
-	char words[512], status[64];
+	int st = helper_status(h);
+	char words[512], status[64] = "exited";
 	last_words(h->log_fd, words, sizeof(words));
-	if (si.si_code == CLD_EXITED)
-		snprintf(status, sizeof(status), "exited with status %d", si.si_status);
-	else
-		snprintf(status, sizeof(status), "was killed by signal %d", si.si_status);
-	if (si.si_code == CLD_EXITED && si.si_status == 127 && !words[0])
+	if (st >= 0 && WIFEXITED(st))
+		snprintf(status, sizeof(status), "exited with status %d", WEXITSTATUS(st));
+	else if (st >= 0 && WIFSIGNALED(st))
+		snprintf(status, sizeof(status), "was killed by signal %d", WTERMSIG(st));
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127 && !words[0])
 		return nsbox_err_hint(err, ENOEXEC, "network", "reinstall the package", "set up --network user: run '%s'",
 		                      np->path);
 	return nsbox_err_hint(err, helper_errno(words), "network",
 	                      np->kind == HELPER_PASTA ? "try NSBOX_NETWORK_HELPER=slirp4netns, or --network none"
 	                                               : "try NSBOX_NETWORK_HELPER=pasta, or --network none",
 	                      "set up --network user: %s %s%s%s", name, status, words[0] ? ": " : "", words);
+}
+
+/* Start the keeper (through an intermediate we reap at once); returns the
+ * helper's pid, or -errno. */
+static pid_t start_keeper(const char *path, const char *const *argv, int src[FD__N], int life, int report_w,
+                          int report_r)
+{
+	int pidfd = -1;
+	struct clone_args ca = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
+	pid_t mid = (pid_t) sys_clone3(&ca);
+	if (mid == 0) {
+		struct clone_args kc = { .exit_signal = SIGCHLD };
+		pid_t k = (pid_t) sys_clone3(&kc);
+		if (k == 0)
+			keeper_main(path, argv, src, life, report_w);
+		_exit(k < 0 ? 1 : 0);
+	}
+	if (mid < 0)
+		return -errno;
+	siginfo_t si = { 0 };
+	while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+		;
+	close(pidfd);
+	if (si.si_code != CLD_EXITED || si.si_status != 0)
+		return -ECHILD;
+	int32_t word;
+	struct pollfd pfd = { .fd = report_r, .events = POLLIN };
+	if (poll(&pfd, 1, 5000) != 1 || read(report_r, &word, sizeof(word)) != sizeof(word))
+		return -ECHILD;
+	return (pid_t) word;
 }
 
 int netuser_start(const netuser_plan *np, pid_t child, netuser *h, nsbox_error **err)
@@ -265,43 +358,43 @@ int netuser_start(const netuser_plan *np, pid_t child, netuser *h, nsbox_error *
 	_cleanup_close_ int netns = open(path, O_RDONLY | O_CLOEXEC);
 	if (devnull < 0 || userns < 0 || netns < 0)
 		return nsbox_err(err, errno, "network", "set up --network user: open the sandbox's namespaces");
-	int ready[2] = { -1, -1 }, quit[2] = { -1, -1 };
+	int ready[2] = { -1, -1 }, quit[2] = { -1, -1 }, life[2] = { -1, -1 }, report[2] = { -1, -1 };
+	int r = 0;
 	h->log_fd = memfd_create("nsbox-net-helper", MFD_CLOEXEC);
-	if (h->log_fd < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
-	    (np->kind == HELPER_SLIRP4NETNS && pipe2(quit, O_CLOEXEC) < 0)) {
-		int e = errno;
-		if (ready[0] >= 0) {
-			close(ready[0]);
-			close(ready[1]);
-		}
-		netuser_stop(h);
-		return nsbox_err(err, e, "network", "set up --network user: create the helper's pipes");
-	}
-	src[0] = devnull;
-	src[1] = devnull;
-	src[2] = h->log_fd;
-	src[FD_USERNS] = userns;
-	src[FD_NETNS] = netns;
-	src[FD_READY] = ready[1];
-	src[FD_EXIT] = quit[0];
+	if (h->log_fd < 0 || pipe2(ready, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0 ||
+	    pipe2(report, O_CLOEXEC) < 0 || (np->kind == HELPER_SLIRP4NETNS && pipe2(quit, O_CLOEXEC) < 0))
+		r = nsbox_err(err, errno, "network", "set up --network user: create the helper's pipes");
 	h->exit_fd = quit[1];
-	pid_t self = getpid();
-	struct clone_args ca = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &h->pidfd };
-	pid_t pid = (pid_t) sys_clone3(&ca);
-	if (pid == 0)
-		helper_exec(np->path, argv, src, self);
-	int e = errno;
-	close(ready[1]);
-	if (quit[0] >= 0)
-		close(quit[0]);
-	if (pid < 0) {
-		close(ready[0]);
-		netuser_stop(h);
-		return nsbox_err(err, e, "network", "set up --network user: start '%s'", np->path);
+	h->life_fd = life[1];
+	h->report_fd = report[0];
+	pid_t pid = -1;
+	if (r == 0) {
+		src[0] = src[1] = devnull;
+		src[2] = h->log_fd;
+		src[FD_USERNS] = userns;
+		src[FD_NETNS] = netns;
+		src[FD_READY] = ready[1];
+		src[FD_EXIT] = quit[0];
+		pid = start_keeper(np->path, argv, src, life[0], report[1], report[0]);
+		if (pid < 0)
+			r = nsbox_err(err, -pid, "network", "set up --network user: start '%s'", np->path);
 	}
-	h->pid = pid;
-	int r = wait_ready(np, h, ready[0], err);
-	close(ready[0]);
+	int ends[] = { ready[1], quit[0], life[0], report[1] };
+	for (size_t i = 0; i < ARRAY_SIZE(ends); i++)
+		if (ends[i] >= 0)
+			close(ends[i]);
+	if (r == 0) {
+		h->pid = pid;
+		/* Not our child: a pidfd to see it exit, safe from pid reuse
+		 * because the keeper does not reap it before we say so. */
+		h->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+		if (h->pidfd < 0)
+			r = nsbox_err(err, errno, "network", "set up --network user: watch '%s'", np->path);
+	}
+	if (r == 0)
+		r = wait_ready(np, h, ready[0], err);
+	if (ready[0] >= 0)
+		close(ready[0]);
 	if (r < 0)
 		netuser_stop(h);
 	return r;
@@ -309,20 +402,12 @@ int netuser_start(const netuser_plan *np, pid_t child, netuser *h, nsbox_error *
 
 void netuser_stop(netuser *h)
 {
-	if (h->exit_fd >= 0)
-		close(h->exit_fd);
-	if (h->pidfd >= 0) {
-		/* SIGTERM lets pasta close its sockets; then no more patience. */
-		(void) sys_pidfd_send_signal(h->pidfd, SIGTERM);
-		struct pollfd pfd = { .fd = h->pidfd, .events = POLLIN };
-		if (poll(&pfd, 1, STOP_GRACE_MS) <= 0)
-			(void) sys_pidfd_send_signal(h->pidfd, SIGKILL);
-		siginfo_t si;
-		while (waitid(P_PIDFD, (id_t) h->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
-			;
-		close(h->pidfd);
-	}
-	if (h->log_fd >= 0)
-		close(h->log_fd);
+	/* Closing life tells the keeper to kill the helper (the sandbox is
+	 * gone: nothing to drain) and reap it; slirp4netns also quits when
+	 * its exit fd closes. We do not wait for either. */
+	int fds[] = { h->life_fd, h->exit_fd, h->pidfd, h->log_fd, h->report_fd };
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	*h = NETUSER_INIT;
 }

@@ -26,13 +26,15 @@ typedef struct netuser_plan {
 
 /* The running helper, supervisor side. */
 typedef struct netuser {
-	pid_t pid;
+	pid_t pid;                 /* the helper: not our child (see netuser.c) */
 	int pidfd;
 	int exit_fd;               /* slirp4netns --exit-fd: it quits when this closes */
 	int log_fd;                /* a memfd holding its stderr */
+	int life_fd;               /* the keeper kills the helper when this closes */
+	int report_fd;             /* the keeper's reports: the helper's pid, then its status */
 } netuser;
 
-#define NETUSER_INIT ((netuser){ .pid = 0, .pidfd = -1, .exit_fd = -1, .log_fd = -1 })
+#define NETUSER_INIT ((netuser){ .pid = 0, .pidfd = -1, .exit_fd = -1, .log_fd = -1, .life_fd = -1, .report_fd = -1 })
 
 const char *netuser_helper_name(enum net_helper kind);
 /* Find the helper and check that it can work here (/dev/net/tun). */
@@ -41,7 +43,8 @@ void netuser_plan_free(netuser_plan *np);
 /* Start the helper on the namespaces of `child` (its user namespace has its
  * id maps) and wait until the interface is configured. */
 int netuser_start(const netuser_plan *np, pid_t child, netuser *h, nsbox_error **err);
-/* Stop it (if running) and release everything; safe to call twice. */
+/* Stop it (if running) and release everything, without waiting for the
+ * helper's slow exit; safe to call twice. */
 void netuser_stop(netuser *h);
 
 #endif
