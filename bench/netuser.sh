@@ -70,19 +70,20 @@ fetch() {   # fetch MODE [HELPER]: median microseconds of ROUNDS downloads
 
 helpers=
 for h in pasta slirp4netns; do command -v $h >/dev/null && helpers="$helpers $h"; done
+# table WHAT BASE_MODE: the baseline mode, then each helper, with ratios.
+table() {
+	local what=$1 base t h
+	base=$($what "$2")
+	printf '  %-30s %8.1f\n' "--network $2" "$(echo "$base / 1000" | bc -l)"
+	for h in $helpers; do
+		t=$($what user "$h")
+		printf '  %-30s %8.1f   %+7.1f ms  %.2fx' "--network user ($h)" "$(echo "$t / 1000" | bc -l)" \
+			"$(echo "($t - $base) / 1000" | bc -l)" "$(echo "$t / $base" | bc -l)"
+		[ "$what" = fetch ] && printf '  %.0f MB/s' "$(echo "$size / ($t / 1000000)" | bc -l)"
+		echo
+	done
+}
 echo "launch of /bin/true, median of $n (ms):"
-base=$(launch none)
-printf '  %-22s %8.1f\n' "--network none" "$(echo "$base / 1000" | bc -l)"
-for h in $helpers; do
-	t=$(launch user "$h")
-	printf '  %-22s %8.1f   %+.1f ms, %.2fx\n' "--network user ($h)" "$(echo "$t / 1000" | bc -l)" \
-		"$(echo "($t - $base) / 1000" | bc -l)" "$(echo "$t / $base" | bc -l)"
-done
+table launch none
 echo "download of $size MB over HTTP from the world namespace, median of $rounds (ms):"
-base=$(fetch host)
-printf '  %-22s %8.1f\n' "--network host" "$(echo "$base / 1000" | bc -l)"
-for h in $helpers; do
-	t=$(fetch user "$h")
-	printf '  %-22s %8.1f   %.2fx, %.0f MB/s\n' "--network user ($h)" "$(echo "$t / 1000" | bc -l)" \
-		"$(echo "$t / $base" | bc -l)" "$(echo "$size / ($t / 1000000)" | bc -l)"
-done
+table fetch host

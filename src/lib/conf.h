@@ -67,6 +67,11 @@ struct nsbox_config {
 	size_t n_files;
 };
 
+/* The names of enum net_mode, enum net_helper and the workspace modes. */
+extern const char *const config_net_modes[3];
+extern const char *const config_net_helpers[3];
+extern const char *const config_ws_modes[3];
+
 #define NSBOX_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* Empty a list-valued key before a policy replaces it. */

@@ -355,6 +355,20 @@ static int set_user(nsbox_config *cfg, const char *v, const char *origin, nsbox_
 	return 0;
 }
 
+/* The names of enumerated settings, in enum order. */
+const char *const config_net_modes[3] = { "none", "user", "host" };
+const char *const config_net_helpers[3] = { "auto", "pasta", "slirp4netns" };
+const char *const config_ws_modes[3] = { "overlay", "ro", "rw" };
+
+/* The index of v among the three names, or -EINVAL. */
+static int parse_choice(const char *v, const char *const names[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(v, names[i]))
+			return i;
+	return -EINVAL;
+}
+
 /* ---- the key table ------------------------------------------------------ */
 
 enum key_id {
@@ -443,6 +457,7 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
                  nsbox_error **err)
 {
 	uint64_t u;
+	int i;
 	switch (k->id) {
 	case K_IMAGE:
 		return image_name_valid(v) ? dup_str(&c->image, v) : -EINVAL;
@@ -485,14 +500,9 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 	case K_WS_PATH:
 		return *v ? dup_str(&c->workspace, v) : -EINVAL;
 	case K_WS_MODE:
-		if (!strcmp(v, "overlay"))
-			c->workspace_mode = WS_OVERLAY;
-		else if (!strcmp(v, "ro"))
-			c->workspace_mode = WS_RO;
-		else if (!strcmp(v, "rw"))
-			c->workspace_mode = WS_RW;
-		else
-			return -EINVAL;
+		if ((i = parse_choice(v, config_ws_modes)) < 0)
+			return i;
+		c->workspace_mode = i;
 		return 0;
 	case K_WS_SESSION:
 		return image_name_valid(v) ? dup_str(&c->session, v) : -EINVAL;
@@ -503,28 +513,18 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 	case K_CGROUP_PARENT:
 		return valid_abs_path(v) ? dup_str(&c->cgroup_parent, v) : -EINVAL;
 	case K_NET_MODE:
-		if (!strcmp(v, "none"))
-			c->net = NET_NONE;
-		else if (!strcmp(v, "user"))
-			c->net = NET_USER;
-		else if (!strcmp(v, "host"))
-			c->net = NET_HOST;
-		else
-			return -EINVAL;
+		if ((i = parse_choice(v, config_net_modes)) < 0)
+			return i;
+		c->net = (enum net_mode) i;
 		return 0;
 	case K_NET_ALLOW:
 		return valid_allow_host(v) ? strv_push(&c->allow, v) : -EINVAL;
 	case K_NET_LOOPBACK:
 		return parse_bool(v, &c->allow_host_loopback) < 0 ? -EINVAL : 0;
 	case K_NET_HELPER:
-		if (!strcmp(v, "auto"))
-			c->net_helper = HELPER_AUTO;
-		else if (!strcmp(v, "pasta"))
-			c->net_helper = HELPER_PASTA;
-		else if (!strcmp(v, "slirp4netns"))
-			c->net_helper = HELPER_SLIRP4NETNS;
-		else
-			return -EINVAL;
+		if ((i = parse_choice(v, config_net_helpers)) < 0)
+			return i;
+		c->net_helper = (enum net_helper) i;
 		return 0;
 	case K_RO_ROOT:
 		return parse_bool(v, &c->read_only_root) < 0 ? -EINVAL : 0;

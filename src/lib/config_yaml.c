@@ -36,7 +36,6 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 {
 	if (!c || !out)
 		return nsbox_err(err, EINVAL, "config", "render configuration: missing argument");
-	static const char *net[] = { "none", "user", "host" };
 	char tmp[64];
 	buf b = { 0 };
 	buf_puts(&b, "# effective nsbox configuration\n");
@@ -63,11 +62,10 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	buf_printf(&b, "  require_cgroup: %s\n", c->require_cgroup ? "true" : "false");
 	if (c->cgroup_parent)
 		kv(&b, "  ", "cgroup_parent", c->cgroup_parent);
-	buf_printf(&b, "network:\n  mode: %s\n", net[c->net]);
+	buf_printf(&b, "network:\n  mode: %s\n", config_net_modes[c->net]);
 	list(&b, "  ", "allow", &c->allow);
 	buf_printf(&b, "  allow_host_loopback: %s\n", c->allow_host_loopback ? "true" : "false");
-	buf_printf(&b, "  helper: %s\n", c->net_helper == HELPER_PASTA ? "pasta"
-	                                 : c->net_helper == HELPER_SLIRP4NETNS ? "slirp4netns" : "auto");
+	buf_printf(&b, "  helper: %s\n", config_net_helpers[c->net_helper]);
 	buf_puts(&b, "filesystem:\n");
 	buf_printf(&b, "  read_only_root: %s\n", c->read_only_root ? "true" : "false");
 	buf_printf(&b, "  sysfs: %s\n", c->sysfs ? "true" : "false");
@@ -83,8 +81,7 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	list(&b, "  ", "allowed_roots", &c->allowed_roots);
 	buf_puts(&b, "workspace:\n");
 	list(&b, "  ", "deny_changes", &c->deny_changes);
-	static const char *ws_modes[] = { "overlay", "ro", "rw" };
-	buf_printf(&b, "  mode: %s\n", ws_modes[c->workspace_mode]);
+	buf_printf(&b, "  mode: %s\n", config_ws_modes[c->workspace_mode]);
 	if (c->workspace)
 		kv(&b, "  ", "path", c->workspace);
 	if (c->session)

@@ -32,14 +32,19 @@ typedef struct janitor_plan {
 	int n;
 } janitor_plan;
 
-__attribute__((noreturn)) static void janitor_main(const janitor_plan *jp, int wake)
+void background_init(const char *name)
 {
 	(void) setsid();
-	(void) prctl(PR_SET_NAME, "nsbox-janitor", 0, 0, 0);
+	(void) prctl(PR_SET_NAME, name, 0, 0, 0);
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	(void) sigaction(SIGINT, &ign, NULL);
 	(void) sigaction(SIGHUP, &ign, NULL);
 	(void) sigaction(SIGPIPE, &ign, NULL);
+}
+
+__attribute__((noreturn)) static void janitor_main(const janitor_plan *jp, int wake)
+{
+	background_init("nsbox-janitor");
 	if (wake > 0)
 		(void) sys_close_range(0, (unsigned) wake - 1, 0);
 	(void) sys_close_range((unsigned) wake + 1, ~0U, 0);

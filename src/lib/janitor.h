@@ -19,4 +19,9 @@ int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **
 /* Release the janitor after we removed the cgroups ourselves, and reap it. */
 void janitor_finish(janitor *j);
 
+/* In a background process of ours (a raw clone: no allocation): its own
+ * session, so a terminal's Ctrl-C stays the supervisor's to handle; `name`
+ * in ps; SIGINT, SIGHUP and SIGPIPE ignored. */
+void background_init(const char *name);
+
 #endif

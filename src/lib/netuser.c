@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "janitor.h"
 #include "netuser.h"
 #include "syscalls.h"
 
@@ -198,12 +199,7 @@ __attribute__((noreturn)) static void helper_exec(const char *path, const char *
 __attribute__((noreturn)) static void keeper_main(const char *path, const char *const *argv, int src[FD__N],
                                                   int life, int report)
 {
-	(void) setsid();
-	(void) prctl(PR_SET_NAME, "nsbox-netkeeper", 0, 0, 0);
-	struct sigaction ign = { .sa_handler = SIG_IGN };
-	(void) sigaction(SIGINT, &ign, NULL);
-	(void) sigaction(SIGHUP, &ign, NULL);
-	(void) sigaction(SIGPIPE, &ign, NULL);
+	background_init("nsbox-netkeeper");
 	/* The embedding program may ignore SIGCHLD, which would reap the
 	 * helper behind our back. */
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
