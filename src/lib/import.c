@@ -500,6 +500,27 @@ static int import_any(importer *im, const char *source, const char *scratch, con
 	return import_dir(im, source, err);
 }
 
+/* Docker binds /etc/resolv.conf into its containers at run time, so image
+ * layers rarely carry one; --network user needs a file to bind its resolver
+ * over (the root is read-only). Add an empty one where /etc is a real
+ * directory with nothing of that name (a symlink is the image's choice). */
+static void add_resolv_conf(const char *root)
+{
+	int etc = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (etc < 0)
+		return;
+	int dir = openat(etc, "etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(etc);
+	if (dir < 0)
+		return;
+	int f = openat(dir, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (f >= 0) {
+		(void) fchmod(f, 0644);
+		close(f);
+	}
+	close(dir);
+}
+
 static uint64_t env_u64(const char *name, uint64_t def)
 {
 	const char *v = getenv(name);
@@ -543,6 +564,8 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	const char *kind = "?";
 	r = r ?: import_any(&im, source, scratch, &kind, err);
 	(void) remove_tree(scratch);
+	if (r == 0)
+		add_resolv_conf(im.root);
 	if (r == 0) {
 		char src[PATH_MAX + 64];
 		path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
