@@ -64,6 +64,19 @@ __attribute__((noreturn)) static void fail(const child_args *a, enum step step, 
 	_exit(125);
 }
 
+/* A message of `type` from the supervisor; anything else (EOF: it is gone,
+ * or gave up on the sandbox) ends us. */
+static void wait_msg(const child_args *a, enum msg_type type)
+{
+	msg m;
+	ssize_t n;
+	do
+		n = recv(a->sync_fd, &m, sizeof(m), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(m) || m.type != type)
+		_exit(125);
+}
+
 /* The go-ahead, and the fd it may carry (root's idmapped workspace). */
 static int wait_go(const child_args *a)
 {
@@ -189,6 +202,11 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		if (r < 0)
 			fail(a, STEP_PROXY, -1, r);
 	}
+
+	/* --network user: the helper has been configuring the interface
+	 * meanwhile; the payload starts only once it is up. */
+	if (p->net_user)
+		wait_msg(a, MSG_NET_READY);
 
 	/* Nothing opened before pivot_root may reach the payload: close every
 	 * fd but the standard streams and the supervisor's socket. */

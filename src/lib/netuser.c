@@ -387,10 +387,17 @@ int netuser_start(const netuser_plan *np, pid_t child, netuser *h, nsbox_error *
 		if (h->pidfd < 0)
 			r = nsbox_err(err, errno, "network", "set up --network user: watch '%s'", np->path);
 	}
-	if (r == 0)
-		r = wait_ready(np, h, ready[0], err);
-	if (ready[0] >= 0)
-		close(ready[0]);
+	h->ready_fd = ready[0];
+	if (r < 0)
+		netuser_stop(h);
+	return r;
+}
+
+int netuser_wait(const netuser_plan *np, netuser *h, nsbox_error **err)
+{
+	int r = wait_ready(np, h, h->ready_fd, err);
+	close(h->ready_fd);
+	h->ready_fd = -1;
 	if (r < 0)
 		netuser_stop(h);
 	return r;
@@ -401,7 +408,7 @@ void netuser_stop(netuser *h)
 	/* Closing life tells the keeper to kill the helper (the sandbox is
 	 * gone: nothing to drain) and reap it; slirp4netns also quits when
 	 * its exit fd closes. We do not wait for either. */
-	int fds[] = { h->life_fd, h->exit_fd, h->pidfd, h->log_fd, h->report_fd };
+	int fds[] = { h->life_fd, h->exit_fd, h->pidfd, h->log_fd, h->report_fd, h->ready_fd };
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -32,17 +32,19 @@ typedef struct netuser {
 	int log_fd;                /* a memfd holding its stderr */
 	int life_fd;               /* the keeper kills the helper when this closes */
 	int report_fd;             /* the keeper's reports: the helper's pid, then its status */
+	int ready_fd;              /* readable once the helper configured the interface */
 } netuser;
 
-#define NETUSER_INIT ((netuser){ .pid = 0, .pidfd = -1, .exit_fd = -1, .log_fd = -1, .life_fd = -1, .report_fd = -1 })
+#define NETUSER_INIT ((netuser){ .pid = 0, .pidfd = -1, .exit_fd = -1, .log_fd = -1, .life_fd = -1, .report_fd = -1, .ready_fd = -1 })
 
 const char *netuser_helper_name(enum net_helper kind);
 /* Find the helper and check that it can work here (/dev/net/tun). */
 int netuser_prepare(netuser_plan *np, const nsbox_config *cfg, bool rootless, nsbox_error **err);
 void netuser_plan_free(netuser_plan *np);
 /* Start the helper on the namespaces of `child` (its user namespace has its
- * id maps) and wait until the interface is configured. */
+ * id maps); then wait until it has configured the interface. */
 int netuser_start(const netuser_plan *np, pid_t child, netuser *h, nsbox_error **err);
+int netuser_wait(const netuser_plan *np, netuser *h, nsbox_error **err);
 /* Stop it (if running) and release everything, without waiting for the
  * helper's slow exit; safe to call twice. */
 void netuser_stop(netuser *h);

@@ -13,6 +13,7 @@ enum msg_type {
 	MSG_EXIT,       /* init -> supervisor: the payload's wait status */
 	MSG_LISTENER,   /* payload -> supervisor: the seccomp listener, as SCM_RIGHTS */
 	MSG_PROXY_SOCKET,      /* child -> supervisor: the proxy's listening socket, as SCM_RIGHTS */
+	MSG_NET_READY,  /* supervisor -> child: the --network user helper configured the interface */
 };
 
 typedef struct msg {

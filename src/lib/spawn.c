@@ -219,9 +219,9 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		(void) nsbox_err_prefix(err, r, "set up user namespace");
 		goto fail;
 	}
-	/* --network user: the helper configures the sandbox's interface
-	 * before the sandbox runs anything, so the payload never sees a
-	 * network that is not up yet. */
+	/* --network user: the helper configures the sandbox's interface while
+	 * the child sets up; the child waits for MSG_NET_READY before it runs
+	 * the payload, which never sees a network that is not up yet. */
 	if (sb->plan->net_user) {
 		r = netuser_start(&sb->plan->netuser, pid, &sb->net, err);
 		if (r < 0)
@@ -266,6 +266,15 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		r = janitor_start(&sb->plan->cg_host, sb->cg_name, &sb->jan, err);
 		if (r < 0)
 			goto fail;
+	}
+	if (sb->plan->net_user) {
+		r = netuser_wait(&sb->plan->netuser, &sb->net, err);
+		if (r < 0)
+			goto fail;
+		/* A child that failed its setup meanwhile is gone: what it
+		 * reported is the error, found by the supervisor. */
+		msg ready = { .type = MSG_NET_READY };
+		(void) send(sb->sync_fd, &ready, sizeof(ready), MSG_NOSIGNAL);
 	}
 	*out = sb;
 	return 0;
