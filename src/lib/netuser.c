@@ -200,6 +200,14 @@ __attribute__((noreturn)) static void keeper_main(const char *path, const char *
                                                   int life, int report)
 {
 	background_init("nsbox-netkeeper");
+	/* Out of the way of the standard streams we replace below (an
+	 * embedding program may have closed its own). */
+	if (life < 3)
+		life = fcntl(life, F_DUPFD_CLOEXEC, 3);
+	if (report < 3)
+		report = fcntl(report, F_DUPFD_CLOEXEC, 3);
+	if (life < 0 || report < 0)
+		_exit(1);
 	/* The embedding program may ignore SIGCHLD, which would reap the
 	 * helper behind our back. */
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
