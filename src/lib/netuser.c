@@ -46,10 +46,12 @@ const char *netuser_helper_name(enum net_helper kind)
 	return kind == HELPER_SLIRP4NETNS ? "slirp4netns" : "pasta";
 }
 
-/* `name` in the caller's PATH (or the default one), as an absolute path. */
+/* `name` in the caller's PATH (or the default one), as an absolute path.
+ * Root searches only the system directories: a PATH that names a directory
+ * someone else can write must not choose what root runs. */
 static char *find_program(const char *name)
 {
-	const char *path = getenv("PATH");
+	const char *path = geteuid() == 0 ? NULL : getenv("PATH");
 	if (!path || !*path)
 		path = NSBOX_DEFAULT_PATH;
 	for (const char *dir = path; dir;) {
