@@ -13,7 +13,12 @@ if command -v apt-get >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
 		build-essential autoconf automake libtool pkg-config file \
 		libseccomp-dev libcap-dev libmnl-dev libyaml-dev libarchive-dev check \
-		busybox-static uidmap python3 util-linux debootstrap passt slirp4netns iproute2 >/dev/null
+		busybox-static uidmap python3 util-linux debootstrap iproute2 >/dev/null
+	# The --network user helpers: not every release has passt (Ubuntu 22.04
+	# has only slirp4netns), and nothing else needs them.
+	for helpers in "passt slirp4netns" slirp4netns passt; do
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $helpers >/dev/null 2>&1 && break
+	done || echo "quickstart: neither passt nor slirp4netns could be installed: --network user is unavailable" >&2
 fi
 [ -x configure ] || ./autogen.sh >/dev/null
 [ -f Makefile ] || ./configure --enable-werror >/dev/null
