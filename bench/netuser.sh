@@ -25,6 +25,7 @@ T=$(mktemp -d /tmp/nsbox-bench.XXXXXX)
 chmod 755 "$T"
 PIDS=
 trap 'kill $PIDS 2>/dev/null; wait 2>/dev/null; umount /dev/net/tun 2>/dev/null; rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
 "$here/rootfs/busybox.sh" "$T/rootfs" >/dev/null
 R=$T/rootfs
 
