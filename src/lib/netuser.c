@@ -43,7 +43,7 @@ enum { FD_USERNS = 3, FD_NETNS, FD_READY, FD_EXIT, FD__N };
 
 const char *netuser_helper_name(enum net_helper kind)
 {
-	return kind == HELPER_SLIRP4NETNS ? "slirp4netns" : "pasta";
+	return config_net_helpers[kind == HELPER_SLIRP4NETNS ? HELPER_SLIRP4NETNS : HELPER_PASTA];
 }
 
 /* `name` in the caller's PATH (or the default one), as an absolute path.
@@ -88,7 +88,7 @@ static int check_tun(bool rootless, nsbox_error **err)
 
 int netuser_prepare(netuser_plan *np, const nsbox_config *cfg, bool rootless, nsbox_error **err)
 {
-	*np = (netuser_plan){ .host_loopback = cfg->allow_host_loopback, .as_root = geteuid() == 0 };
+	*np = (netuser_plan){ .host_loopback = cfg->allow_host_loopback, .as_root = !rootless };
 	enum net_helper order[2] = { HELPER_PASTA, HELPER_SLIRP4NETNS };
 	size_t n = 2;
 	if (cfg->net_helper != HELPER_AUTO) {
@@ -256,8 +256,8 @@ static void last_words(int log_fd, char *out, size_t len)
 		return;
 	buf[n] = '\0';
 	/* Drop trailing newlines and syslog noise; keep the last real line. */
-	char *line = NULL;
-	for (char *s = strtok(buf, "\n"); s; s = strtok(NULL, "\n"))
+	char *line = NULL, *save = NULL;   /* strtok_r: the caller may be threaded */
+	for (char *s = strtok_r(buf, "\n", &save); s; s = strtok_r(NULL, "\n", &save))
 		if (*s && !strstr(s, "Failed to send") && !strstr(s, "WARNING: Support for seccomp"))
 			line = s;
 	if (line)
@@ -357,13 +357,16 @@ int netuser_start(const netuser_plan *np, pid_t child, netuser *h, nsbox_error *
 	helper_argv(np, argv);
 	int src[FD__N] = { -1, -1, -1, -1, -1, -1, -1 };
 	_cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		return nsbox_err(err, errno, "network", "set up --network user: open '/dev/null'");
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) child);
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) child);
-	_cleanup_close_ int netns = open(path, O_RDONLY | O_CLOEXEC);
-	if (devnull < 0 || userns < 0 || netns < 0)
-		return nsbox_err(err, errno, "network", "set up --network user: open the sandbox's namespaces");
+	if (userns >= 0)
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) child);
+	_cleanup_close_ int netns = userns < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	if (netns < 0)
+		return nsbox_err(err, errno, "network", "set up --network user: open the sandbox's namespace '%s'", path);
 	int ready[2] = { -1, -1 }, quit[2] = { -1, -1 }, life[2] = { -1, -1 }, report[2] = { -1, -1 };
 	int r = 0;
 	h->log_fd = memfd_create("nsbox-net-helper", MFD_CLOEXEC);
