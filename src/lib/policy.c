@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "cleanup.h"
 #include "conf.h"
 #include "error.h"
+#include "yaml_walk.h"
 
 const char *policy_builtin(const char *name);   /* policies_builtin.c, from policies/ */
 
@@ -22,23 +22,7 @@ typedef struct loader {
 	char *dir;          /* directory of the policy, for relative mount sources */
 } loader;
 
-static int perr(loader *l, const yaml_node_t *n, nsbox_error **err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int perr(loader *l, const yaml_node_t *n, nsbox_error **err, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return nsbox_err_at(err, "policy", l->path, n->start_mark.line + 1, n->start_mark.column + 1, "%s", msg);
-}
-
-static const char *scalar(const yaml_node_t *n)
-{
-	return n->type == YAML_SCALAR_NODE ? (const char *) n->data.scalar.value : NULL;
-}
+#define perr(l, n, err, ...) yw_err(err, "policy", (l)->path, n, __VA_ARGS__)
 
 static const char *type_name(const yaml_node_t *n)
 {
@@ -72,7 +56,7 @@ static int load_mount_mapping(loader *l, yaml_node_t *n, nsbox_error **err)
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
 		yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
 		yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
-		const char *ks = scalar(k), *vs = scalar(v);
+		const char *ks = yw_scalar(k), *vs = yw_scalar(v);
 		if (!ks)
 			return perr(l, k, err, "mount keys must be scalars");
 		if (!vs)
@@ -113,10 +97,10 @@ static int load_list(loader *l, const char *key, yaml_node_t *v, nsbox_error **e
 		for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
 			yaml_node_t *kn = yaml_document_get_node(l->doc, p->key);
 			yaml_node_t *vn = yaml_document_get_node(l->doc, p->value);
-			if (!scalar(kn) || !scalar(vn))
-				return perr(l, scalar(kn) ? vn : kn, err, "'%s' entries must be scalars", key);
+			if (!yw_scalar(kn) || !yw_scalar(vn))
+				return perr(l, yw_scalar(kn) ? vn : kn, err, "'%s' entries must be scalars", key);
 			_cleanup_free_ char *kv = NULL;
-			if (asprintf(&kv, "%s=%s", scalar(kn), scalar(vn)) < 0)
+			if (asprintf(&kv, "%s=%s", yw_scalar(kn), yw_scalar(vn)) < 0)
 				return nsbox_err(err, ENOMEM, "policy", "load '%s'", l->path);
 			int r = set_at(l, kn, key, kv, err);
 			if (r < 0)
@@ -131,10 +115,10 @@ static int load_list(loader *l, const char *key, yaml_node_t *v, nsbox_error **e
 		int r;
 		if (!strcmp(key, "filesystem.mounts") && e->type == YAML_MAPPING_NODE)
 			r = load_mount_mapping(l, e, err);
-		else if (!scalar(e))
+		else if (!yw_scalar(e))
 			r = perr(l, e, err, "'%s' entries must be scalars, not %s", key, type_name(e));
 		else
-			r = set_at(l, e, key, scalar(e), err);
+			r = set_at(l, e, key, yw_scalar(e), err);
 		if (r < 0)
 			return r;
 	}
@@ -145,9 +129,9 @@ static int load_value(loader *l, const char *key, yaml_node_t *v, nsbox_error **
 {
 	if (config_key_is_list(key))
 		return load_list(l, key, v, err);
-	if (!scalar(v))
+	if (!yw_scalar(v))
 		return perr(l, v, err, "'%s' must be a scalar, not %s", key, type_name(v));
-	return set_at(l, v, key, scalar(v), err);
+	return set_at(l, v, key, yw_scalar(v), err);
 }
 
 static const char *const sections[] = {
@@ -160,11 +144,11 @@ static int load_mapping(loader *l, const char *prefix, yaml_node_t *m, nsbox_err
 	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
 		yaml_node_t *k = yaml_document_get_node(l->doc, p->key);
 		yaml_node_t *v = yaml_document_get_node(l->doc, p->value);
-		const char *ks = scalar(k);
+		const char *ks = yw_scalar(k);
 		if (!ks)
 			return perr(l, k, err, "keys must be scalars");
 		for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
-			const char *prev = scalar(yaml_document_get_node(l->doc, q->key));
+			const char *prev = yw_scalar(yaml_document_get_node(l->doc, q->key));
 			if (prev && !strcmp(prev, ks))
 				return perr(l, k, err, "duplicate key '%s'", ks);
 		}
@@ -173,7 +157,7 @@ static int load_mapping(loader *l, const char *prefix, yaml_node_t *m, nsbox_err
 			for (size_t i = 0; i < ARRAY_SIZE(sections); i++)
 				is_section |= !strcmp(ks, sections[i]);
 			if (is_section) {
-				if (v->type == YAML_SCALAR_NODE && !*scalar(v))
+				if (v->type == YAML_SCALAR_NODE && !*yw_scalar(v))
 					continue;   /* "limits:" with nothing under it */
 				if (v->type != YAML_MAPPING_NODE)
 					return perr(l, v, err, "'%s' must be a mapping, not %s", ks, type_name(v));
@@ -239,7 +223,7 @@ int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **
 	if (!shipped && realpath(path, real))
 		l.dir = strdup(dirname(real));
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	if (!root || (root->type == YAML_SCALAR_NODE && !*scalar(root)))
+	if (!root || (root->type == YAML_SCALAR_NODE && !*yw_scalar(root)))
 		r = 0;   /* an empty policy changes nothing */
 	else if (root->type != YAML_MAPPING_NODE)
 		r = perr(&l, root, err, "a policy must be a mapping, not %s", type_name(root));

@@ -29,10 +29,6 @@ typedef struct dreader {
 } dreader;
 
 static yaml_node_t *dnode(dreader *r, int id) { return yaml_document_get_node(r->doc, id); }
-static const char *dscalar(const yaml_node_t *n)
-{
-	return n && n->type == YAML_SCALAR_NODE ? (const char *) n->data.scalar.value : NULL;
-}
 
 static int derr(dreader *r, const yaml_node_t *n, nsbox_error **err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -96,7 +92,7 @@ static bool list_has(dreader *r, yaml_node_t *seq, const char *const *want)
 		return false;
 	yw_items(r->doc, seq, it)
 		for (const char *const *w = want; *w; w++)
-			if (dscalar(it) && !strcmp(dscalar(it), *w))
+			if (yw_scalar(it) && !strcmp(yw_scalar(it), *w))
 				return true;
 	return false;
 }
@@ -109,7 +105,7 @@ static int applies(dreader *r, yaml_node_t *m, bool include, bool *ok, nsbox_err
 	if (m->type != YAML_MAPPING_NODE)
 		return derr(r, m, err, "'%s' must be a mapping", include ? "includes" : "excludes");
 	yw_pairs(r->doc, m, k, v) {
-		const char *ks = dscalar(k);
+		const char *ks = yw_scalar(k);
 		bool empty = v->type == YAML_SEQUENCE_NODE && v->data.sequence.items.start == v->data.sequence.items.top;
 		if (ks && !strcmp(ks, "caps")) {
 			/* We grant no capability: an entry for holders of one is not for us. */
@@ -120,7 +116,7 @@ static int applies(dreader *r, yaml_node_t *m, bool include, bool *ok, nsbox_err
 			if (!empty && (include ? !match : match))
 				*ok = false;
 		} else if (ks && !strcmp(ks, "minKernel")) {
-			bool at_least = dscalar(v) ? kernel_at_least(dscalar(v)) : true;
+			bool at_least = yw_scalar(v) ? kernel_at_least(yw_scalar(v)) : true;
 			if (include ? !at_least : at_least)
 				*ok = false;
 		} else {
@@ -143,7 +139,7 @@ static int read_args(dreader *r, yaml_node_t *seq, sc_rule *rule, nsbox_error **
 		if (it->type != YAML_MAPPING_NODE)
 			return derr(r, it, err, "an argument condition must be a mapping");
 		yw_pairs(r->doc, it, k, v) {
-			const char *ks = dscalar(k), *vs = dscalar(v);
+			const char *ks = yw_scalar(k), *vs = yw_scalar(v);
 			uint64_t u;
 			if (ks && !strcmp(ks, "index") && parse_num(vs, &u) == 0 && u <= 5)
 				a->index = (unsigned) u;
@@ -183,16 +179,16 @@ static int read_entry(dreader *r, yaml_node_t *m, nsbox_error **err)
 	yaml_node_t *names = NULL;
 	int rr = 0;
 	yw_pairs(r->doc, m, k, v) {
-		const char *ks = dscalar(k);
+		const char *ks = yw_scalar(k);
 		if (ks && (!strcmp(ks, "names") || !strcmp(ks, "name")))
 			names = v;
 	}
 	if (!names)
 		return derr(r, m, err, "an entry needs 'names'");
 	r->first_name = names->type == YAML_SEQUENCE_NODE && names->data.sequence.items.start < names->data.sequence.items.top
-		? dscalar(dnode(r, *names->data.sequence.items.start)) : dscalar(names);
+		? yw_scalar(dnode(r, *names->data.sequence.items.start)) : yw_scalar(names);
 	yw_pairs(r->doc, m, k, v) {
-		const char *ks = dscalar(k);
+		const char *ks = yw_scalar(k);
 		uint64_t u = 0;
 		if (rr < 0)
 			break;
@@ -202,15 +198,15 @@ static int read_entry(dreader *r, yaml_node_t *m, nsbox_error **err)
 			;
 		else if (!strcmp(ks, "action")) {
 			have_action = true;
-			if (parse_action(dscalar(v), &rule.action) < 0)
+			if (parse_action(yw_scalar(v), &rule.action) < 0)
 				rr = derr(r, v, err, "unsupported action '%s' (SCMP_ACT_ALLOW, _ERRNO, _KILL, _KILL_PROCESS, _LOG)",
-				          dscalar(v) ? dscalar(v) : "?");
+				          yw_scalar(v) ? yw_scalar(v) : "?");
 		} else if (!strcmp(ks, "errnoRet")) {
-			if (parse_num(dscalar(v), &u) < 0 || u == 0 || u > 4095)
+			if (parse_num(yw_scalar(v), &u) < 0 || u == 0 || u > 4095)
 				rr = derr(r, v, err, "errnoRet must be 1 to 4095");
 			rule.errnum = (int) u;
 		} else if (!strcmp(ks, "args")) {
-			if (v->type != YAML_SCALAR_NODE || strcmp(dscalar(v), "null"))
+			if (v->type != YAML_SCALAR_NODE || strcmp(yw_scalar(v), "null"))
 				rr = read_args(r, v, &rule, err);
 		} else if (!strcmp(ks, "includes") || !strcmp(ks, "excludes")) {
 			rr = applies(r, v, ks[0] == 'i', &ok, err);
@@ -225,13 +221,13 @@ static int read_entry(dreader *r, yaml_node_t *m, nsbox_error **err)
 	if (names->type == YAML_SCALAR_NODE) {
 		rule.syscalls = calloc(2, sizeof(char *));
 		if (rule.syscalls)
-			rule.syscalls[0] = strdup(dscalar(names));
+			rule.syscalls[0] = strdup(yw_scalar(names));
 	} else {
 		size_t n = (size_t) (names->data.sequence.items.top - names->data.sequence.items.start), i = 0;
 		rule.syscalls = calloc(n + 1, sizeof(char *));
 		yw_items(r->doc, names, it)
-			if (rule.syscalls && dscalar(it))
-				rule.syscalls[i++] = strdup(dscalar(it));
+			if (rule.syscalls && yw_scalar(it))
+				rule.syscalls[i++] = strdup(yw_scalar(it));
 	}
 	sc_rule *v = rule.syscalls ? realloc(r->p->allow, (r->p->n_allow + 1) * sizeof(*v)) : NULL;
 	if (!v) {
@@ -251,7 +247,7 @@ static int read_archmap(dreader *r, yaml_node_t *seq, nsbox_error **err)
 		yaml_node_t *arch = NULL, *subs = NULL;
 		if (it->type == YAML_MAPPING_NODE)
 			yw_pairs(r->doc, it, k, v) {
-				const char *ks = dscalar(k);
+				const char *ks = yw_scalar(k);
 				if (ks && !strcmp(ks, "architecture"))
 					arch = v;
 				else if (ks && !strcmp(ks, "subArchitectures"))
@@ -259,11 +255,11 @@ static int read_archmap(dreader *r, yaml_node_t *seq, nsbox_error **err)
 				else
 					return derr(r, k, err, "unsupported key '%s' in archMap", ks ? ks : "?");
 			}
-		if (!dscalar(arch) || strcmp(dscalar(arch), "SCMP_ARCH_X86_64"))
+		if (!yw_scalar(arch) || strcmp(yw_scalar(arch), "SCMP_ARCH_X86_64"))
 			continue;   /* another machine's entry */
 		if (subs && subs->type == YAML_SEQUENCE_NODE)
 			yw_items(r->doc, subs, s) {
-				const char *name = dscalar(s);
+				const char *name = yw_scalar(s);
 				uint32_t t = name && !strncmp(name, "SCMP_ARCH_", 10) ? seccomp_arch_resolve_name(name + 10) : 0;
 				if (!t) {
 					/* libseccomp spells them in lower case */
@@ -293,16 +289,16 @@ int sc_read_docker(yaml_document_t *doc, yaml_node_t *root, const char *origin, 
 	p->default_errno = EPERM;
 	/* Defaults first: entries inherit defaultErrnoRet. */
 	yw_pairs(r.doc, root, k, v) {
-		const char *ks = dscalar(k);
+		const char *ks = yw_scalar(k);
 		uint64_t u;
 		if (!ks)
 			return derr(&r, k, err, "keys must be scalars");
 		if (!strcmp(ks, "defaultAction")) {
-			if (parse_action(dscalar(v), &p->default_action) < 0)
-				return derr(&r, v, err, "unsupported defaultAction '%s'", dscalar(v) ? dscalar(v) : "?");
+			if (parse_action(yw_scalar(v), &p->default_action) < 0)
+				return derr(&r, v, err, "unsupported defaultAction '%s'", yw_scalar(v) ? yw_scalar(v) : "?");
 			have_default = true;
 		} else if (!strcmp(ks, "defaultErrnoRet")) {
-			if (parse_num(dscalar(v), &u) < 0 || u == 0 || u > 4095)
+			if (parse_num(yw_scalar(v), &u) < 0 || u == 0 || u > 4095)
 				return derr(&r, v, err, "defaultErrnoRet must be 1 to 4095");
 			p->default_errno = (int) u;
 		} else if (!strcmp(ks, "archMap")) {

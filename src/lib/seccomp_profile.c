@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,22 +24,8 @@ typedef struct reader {
 	sc_profile *p;
 } reader;
 
-static int perr(reader *r, const yaml_node_t *n, nsbox_error **err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int perr(reader *r, const yaml_node_t *n, nsbox_error **err, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return nsbox_err_at(err, "seccomp", r->origin, n->start_mark.line + 1, n->start_mark.column + 1, "%s", msg);
-}
+#define perr(r, n, err, ...) yw_err(err, "seccomp", (r)->origin, n, __VA_ARGS__)
 
-static const char *scalar(const yaml_node_t *n)
-{
-	return n && n->type == YAML_SCALAR_NODE ? (const char *) n->data.scalar.value : NULL;
-}
 
 
 
@@ -121,7 +106,7 @@ static int read_names(reader *r, yaml_node_t *seq, char ***out, nsbox_error **er
 		return -ENOMEM;
 	size_t i = 0;
 	yw_items(r->doc, seq, it) {
-		const char *s = scalar(it);
+		const char *s = yw_scalar(it);
 		if (!s || !*s) {
 			for (size_t j = 0; j < i; j++)
 				free(v[j]);
@@ -147,7 +132,7 @@ static int read_arg(reader *r, yaml_node_t *m, sc_arg *a, nsbox_error **err)
 		return perr(r, m, err, "an argument condition must be a mapping { index, op, value[, mask] }");
 	bool have_index = false, have_op = false, have_value = false, have_mask = false;
 	yw_pairs(r->doc, m, k, v) {
-		const char *ks = scalar(k), *vs = scalar(v);
+		const char *ks = yw_scalar(k), *vs = yw_scalar(v);
 		uint64_t u;
 		if (!ks || !vs)
 			return perr(r, k, err, "argument condition keys and values must be scalars");
@@ -187,7 +172,7 @@ static int read_arg(reader *r, yaml_node_t *m, sc_arg *a, nsbox_error **err)
 
 static int read_action(reader *r, yaml_node_t *v, enum sc_action *a)
 {
-	const char *s = scalar(v);
+	const char *s = yw_scalar(v);
 	if (s && !strcmp(s, "allow"))
 		*a = SC_ALLOW;
 	else if (s && !strcmp(s, "errno"))
@@ -210,7 +195,7 @@ static int read_rule(reader *r, yaml_node_t *m, bool deny, sc_rule *rule, nsbox_
 	yaml_node_t *names = NULL;
 	bool have_action = false;
 	yw_pairs(r->doc, m, k, v) {
-		const char *ks = scalar(k);
+		const char *ks = yw_scalar(k);
 		int rr = 0;
 		if (!ks)
 			return perr(r, k, err, "rule keys must be scalars");
@@ -221,8 +206,8 @@ static int read_rule(reader *r, yaml_node_t *m, bool deny, sc_rule *rule, nsbox_
 				rr = perr(r, v, err, "a deny rule's action is errno, kill or log");
 			have_action = true;
 		} else if (!strcmp(ks, "errno") && deny) {
-			if (parse_errno(scalar(v), &rule->errnum) < 0)
-				rr = perr(r, v, err, "unknown errno '%s'", scalar(v) ? scalar(v) : "?");
+			if (parse_errno(yw_scalar(v), &rule->errnum) < 0)
+				rr = perr(r, v, err, "unknown errno '%s'", yw_scalar(v) ? yw_scalar(v) : "?");
 		} else if (!strcmp(ks, "args")) {
 			if (v->type != YAML_SEQUENCE_NODE)
 				return perr(r, v, err, "args must be a list of conditions");
@@ -277,26 +262,26 @@ static int add_arch(sc_profile *p, uint32_t token)
 static int read_nsbox(reader *r, yaml_node_t *root, nsbox_error **err)
 {
 	yw_pairs(r->doc, root, k, v) {
-		const char *ks = scalar(k);
+		const char *ks = yw_scalar(k);
 		int rr = 0;
 		if (!ks)
 			return perr(r, k, err, "keys must be scalars");
 		if (!strcmp(ks, "name")) {
-			if (!scalar(v))
+			if (!yw_scalar(v))
 				return perr(r, v, err, "name must be a scalar");
 			free(r->p->name);
-			r->p->name = strdup(scalar(v));
+			r->p->name = strdup(yw_scalar(v));
 		} else if (!strcmp(ks, "default")) {
 			if (v->type != YAML_MAPPING_NODE)
 				return perr(r, v, err, "default must be a mapping { action[, errno] }");
 			yw_pairs(r->doc, v, dk, dv) {
-				const char *dks = scalar(dk);
+				const char *dks = yw_scalar(dk);
 				if (dks && !strcmp(dks, "action")) {
 					if (read_action(r, dv, &r->p->default_action) < 0)
-						return perr(r, dv, err, "unknown action '%s' (allow, errno, kill, log)", scalar(dv) ? scalar(dv) : "?");
+						return perr(r, dv, err, "unknown action '%s' (allow, errno, kill, log)", yw_scalar(dv) ? yw_scalar(dv) : "?");
 				} else if (dks && !strcmp(dks, "errno")) {
-					if (parse_errno(scalar(dv), &r->p->default_errno) < 0)
-						return perr(r, dv, err, "unknown errno '%s'", scalar(dv) ? scalar(dv) : "?");
+					if (parse_errno(yw_scalar(dv), &r->p->default_errno) < 0)
+						return perr(r, dv, err, "unknown errno '%s'", yw_scalar(dv) ? yw_scalar(dv) : "?");
 				} else {
 					return perr(r, dk, err, "unknown key '%s' in default", dks ? dks : "?");
 				}
@@ -305,9 +290,9 @@ static int read_nsbox(reader *r, yaml_node_t *root, nsbox_error **err)
 			if (v->type != YAML_SEQUENCE_NODE)
 				return perr(r, v, err, "architectures must be a list");
 			yw_items(r->doc, v, it) {
-				uint32_t t = scalar(it) ? seccomp_arch_resolve_name(scalar(it)) : 0;
+				uint32_t t = yw_scalar(it) ? seccomp_arch_resolve_name(yw_scalar(it)) : 0;
 				if (!t)
-					return perr(r, it, err, "unknown architecture '%s'", scalar(it) ? scalar(it) : "?");
+					return perr(r, it, err, "unknown architecture '%s'", yw_scalar(it) ? yw_scalar(it) : "?");
 				if (add_arch(r->p, t) < 0)
 					return -ENOMEM;
 			}
@@ -360,7 +345,7 @@ int sc_profile_parse(const char *text, size_t len, const char *origin, sc_profil
 		bool docker = false;
 		yw_pairs(rd.doc, root, k, v) {
 			(void) v;
-			const char *ks = scalar(k);
+			const char *ks = yw_scalar(k);
 			docker |= ks && (!strcmp(ks, "defaultAction") || !strcmp(ks, "syscalls"));
 		}
 		r = docker ? sc_read_docker(&doc, root, origin, p, err) : read_nsbox(&rd, root, err);

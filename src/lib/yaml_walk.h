@@ -4,6 +4,8 @@
 
 #include <yaml.h>
 
+#include "error.h"
+
 #define YW_CAT_(a, b) a##b
 #define YW_CAT(a, b) YW_CAT_(a, b)
 
@@ -11,6 +13,11 @@ static inline const char *yw_scalar(const yaml_node_t *n)
 {
 	return n && n->type == YAML_SCALAR_NODE ? (const char *) n->data.scalar.value : NULL;
 }
+
+/* An input error at node n of file origin: "ORIGIN:LINE:COL: message". */
+#define yw_err(err, step, origin, n, ...)                                                        \
+	nsbox_err_at((err), (step), (origin), (size_t) (n)->start_mark.line + 1,                   \
+	             (size_t) (n)->start_mark.column + 1, __VA_ARGS__)
 
 /* for each key/value of mapping m in document doc (nestable on other lines) */
 #define yw_pairs(doc, m, kn, vn)                                                                 \
