@@ -22,7 +22,7 @@ int nsbox_config_new(nsbox_config **out, nsbox_error **err)
 	if (!c)
 		return nsbox_err(err, ENOMEM, "config", "create configuration");
 	/* These values are the shipped standard policy (policies/standard.yaml);
-	 * a unit test keeps the two identical. */
+	 * tests/func/policy.test keeps the two identical. */
 	static const char *forbidden[] = {
 		"~/.ssh", "~/.aws", "~/.gnupg", "~/.config", "/var/run/docker.sock",
 		"/run/docker.sock", "/etc/shadow", "/proc", "/sys", "/dev", "/root", "/",

@@ -22,27 +22,16 @@ static const char text_standard[] =
 	"hostname: nsbox\n"
 	;
 static const char text_deps[] =
-	"# The dependency-fetching nsbox policy: the standard policy, with egress\n"
-	"# allowed (through nsbox's filtering proxy) to the Python package index and\n"
-	"# the npm registry only, and room for an install step.\n"
+	"# The dependency-fetching nsbox policy: the built-in defaults (the standard\n"
+	"# policy), with egress allowed (through nsbox's filtering proxy) to the\n"
+	"# Python package index and the npm registry only, and room for an install\n"
+	"# step. Only what differs is here: every other setting, the forbidden paths\n"
+	"# among them, is the default's, and follows it.\n"
 	"# Use it by name: nsbox run --policy deps ... (format: nsbox-policy(5)).\n"
-	"image: default\n"
-	"limits:      { memory: 1g, cpus: 1, pids: 256, timeout: 5m, tmpfs: 512m, output: 10k,\n"
-	"               nofile: 4096, fsize: 1g, require_cgroup: false }\n"
+	"limits:  { memory: 1g, pids: 256, timeout: 5m, tmpfs: 512m, nofile: 4096 }\n"
 	"network:\n"
 	"  mode: none\n"
 	"  allow: [ \"pypi.org\", \"files.pythonhosted.org\", \"registry.npmjs.org\" ]\n"
-	"filesystem:\n"
-	"  read_only_root: true\n"
-	"  sysfs: false\n"
-	"  mounts:    []\n"
-	"  forbidden: [ \"~/.ssh\", \"~/.aws\", \"~/.gnupg\", \"~/.config\", \"/var/run/docker.sock\", \"/run/docker.sock\",\n"
-	"               \"/etc/shadow\", \"/proc\", \"/sys\", \"/dev\", \"/root\", \"/\" ]\n"
-	"  allowed_roots: []\n"
-	"workspace:   { deny_changes: [ \".git/hooks/**\", \"**/.env\" ], mode: overlay }\n"
-	"environment: { set: { LANG: C.UTF-8 }, pass: [] }\n"
-	"security:    { user: \"1000:1000\", seccomp: default, seccomp_log: false }\n"
-	"hostname: nsbox\n"
 	;
 const char *policy_builtin(const char *name)
 {
