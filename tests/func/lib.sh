@@ -74,11 +74,36 @@ chmod -R a+rX "$T/bin"
 export LD_LIBRARY_PATH=$T/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 NSBOX=$T/bin/nsbox
 
+# ensure_test_user: as root, the unprivileged user 'nsbox-test' with a range
+# of subordinate ids (the newuidmap path), created here when missing so that
+# the suite needs nothing prepared beforehand. Tests may run in parallel: the
+# creation is serialised by a lock. Fails (with the reason printed) when the
+# user cannot be made; the tests then run as root and nobody only.
+ensure_test_user() {
+	(
+		flock 9
+		if ! id nsbox-test >/dev/null 2>&1; then
+			command -v useradd >/dev/null || { echo "note: no useradd: tests run as root and nobody only"; exit 1; }
+			useradd --create-home --shell /bin/sh --comment "nsbox test suite" nsbox-test ||
+				{ echo "note: cannot create the user nsbox-test: tests run as root and nobody only"; exit 1; }
+		fi
+		for f in /etc/subuid /etc/subgid; do
+			grep -q '^nsbox-test:' "$f" 2>/dev/null && continue
+			# useradd allocates a range itself where login.defs says so;
+			# otherwise take the first 65536 ids above every range in use.
+			local top
+			top=$(awk -F: '{e = $2 + $3; if (e > m) m = e} END {print (m > 100000 ? m : 100000)}' "$f" 2>/dev/null)
+			echo "nsbox-test:${top:-100000}:65536" >>"$f" ||
+				{ echo "note: cannot add nsbox-test to $f"; exit 1; }
+		done
+	) 9>/run/nsbox-test-user.lock
+}
+
 # The identities to test: root, and (as root) an unprivileged user without
 # subordinate ids (one-id map) and, when CI created it, one with them.
 if [ "$(id -u)" -eq 0 ]; then
 	USERS="root nobody"
-	id nsbox-test >/dev/null 2>&1 && USERS="$USERS nsbox-test"
+	ensure_test_user && USERS="$USERS nsbox-test"
 	command -v setpriv >/dev/null || skip "setpriv is missing (util-linux)"
 else
 	USERS=self
