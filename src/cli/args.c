@@ -120,7 +120,7 @@ static const struct { const char *var, *key; } env_keys[] = {
 	{ "NSBOX_NETWORK", "network.mode" }, { "NSBOX_USER", "security.user" },
 	{ "NSBOX_HOSTNAME", "hostname" }, { "NSBOX_SECCOMP", "security.seccomp" },
 	{ "NSBOX_WORKDIR", "workdir" }, { "NSBOX_CGROUP_PARENT", "limits.cgroup_parent" },
-	{ "NSBOX_REQUIRE_CGROUP", "limits.require_cgroup" },
+	{ "NSBOX_REQUIRE_CGROUP", "limits.require_cgroup" }, { "NSBOX_LIMITS_FALLBACK", "limits.fallback" },
 	{ "NSBOX_NETWORK_HELPER", "network.helper" },
 };
 
@@ -178,7 +178,7 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 				goto oom;
 			continue;
 		case OPT_REQUIRE_CGROUP:
-			if (push(a, "limits.require_cgroup", "true", "--require-cgroup") < 0)
+			if (push(a, "limits.fallback", "refuse", "--require-cgroup") < 0)
 				goto oom;
 			continue;
 		case OPT_ULIMIT:

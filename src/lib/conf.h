@@ -10,6 +10,8 @@
 #include "nsbox.h"
 #include "strv.h"
 
+/* What to do when no cgroup can enforce the limits. */
+enum limits_fallback { FALLBACK_WARN, FALLBACK_RLIMIT, FALLBACK_REFUSE };
 enum net_mode { NET_NONE = 0, NET_USER, NET_HOST };
 /* --network user: which user-mode network helper (auto: pasta, else slirp4netns) */
 enum net_helper { HELPER_AUTO = 0, HELPER_PASTA, HELPER_SLIRP4NETNS };
@@ -42,7 +44,7 @@ struct nsbox_config {
 	uint64_t output;      /* per-stream cap when capturing; 0: unlimited */
 	uint64_t nofile;      /* RLIMIT_NOFILE */
 	uint64_t fsize;       /* RLIMIT_FSIZE, bytes */
-	bool require_cgroup;  /* refuse the rlimit fallback */
+	enum limits_fallback fallback;  /* without a usable cgroup: warn, rlimit (acknowledged), refuse */
 	char *cgroup_parent;  /* a delegated cgroup v2 directory, or NULL */
 	enum net_mode net;
 	strv allow;
@@ -71,6 +73,7 @@ struct nsbox_config {
 extern const char *const config_net_modes[3];
 extern const char *const config_net_helpers[3];
 extern const char *const config_ws_modes[3];
+extern const char *const config_fallbacks[3];
 
 #define NSBOX_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -359,6 +359,7 @@ static int set_user(nsbox_config *cfg, const char *v, const char *origin, nsbox_
 const char *const config_net_modes[3] = { "none", "user", "host" };
 const char *const config_net_helpers[3] = { "auto", "pasta", "slirp4netns" };
 const char *const config_ws_modes[3] = { "overlay", "ro", "rw" };
+const char *const config_fallbacks[3] = { "warn", "rlimit", "refuse" };
 
 /* The index of v among the three names, or -EINVAL. */
 static int parse_choice(const char *v, const char *const names[3])
@@ -375,7 +376,7 @@ enum key_id {
 	K_IMAGE, K_ROOTFS, K_HOSTNAME, K_WORKDIR, K_MEMORY, K_CPUS, K_PIDS, K_TIMEOUT,
 	K_TMPFS, K_OUTPUT, K_NET_MODE, K_NET_ALLOW, K_RO_ROOT, K_SYSFS, K_MOUNTS,
 	K_FORBIDDEN, K_ALLOWED_ROOTS, K_DENY_CHANGES, K_ENV_SET, K_ENV_PASS, K_USER, K_SECCOMP,
-	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_CGROUP_PARENT, K_SECCOMP_LOG,
+	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_FALLBACK, K_CGROUP_PARENT, K_SECCOMP_LOG,
 	K_WS_PATH, K_WS_MODE, K_WS_SESSION, K_NET_LOOPBACK, K_NET_HELPER,
 };
 
@@ -397,6 +398,7 @@ static const struct key_def {
 	{ "limits.output", K_OUTPUT, false, "a size such as 10k (0: unlimited)" },
 	{ "limits.nofile", K_NOFILE, false, "a number of open files from 16 to 1048576" },
 	{ "limits.fsize", K_FSIZE, false, "a file size such as 1g (0: unlimited)" },
+	{ "limits.fallback", K_FALLBACK, false, "one of warn, rlimit, refuse" },
 	{ "limits.require_cgroup", K_REQUIRE_CGROUP, false, "true or false" },
 	{ "limits.cgroup_parent", K_CGROUP_PARENT, false, "an absolute cgroup v2 directory" },
 	{ "network.mode", K_NET_MODE, false, "one of none, user, host" },
@@ -508,8 +510,20 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 		return image_name_valid(v) ? dup_str(&c->session, v) : -EINVAL;
 	case K_SECCOMP_LOG:
 		return parse_bool(v, &c->seccomp_log) < 0 ? -EINVAL : 0;
-	case K_REQUIRE_CGROUP:
-		return parse_bool(v, &c->require_cgroup) < 0 ? -EINVAL : 0;
+	case K_FALLBACK:
+		if ((i = parse_choice(v, config_fallbacks)) < 0)
+			return i;
+		c->fallback = (enum limits_fallback) i;
+		return 0;
+	case K_REQUIRE_CGROUP: {
+		/* The older spelling of fallback: refuse. */
+		bool b;
+		if (parse_bool(v, &b) < 0)
+			return -EINVAL;
+		if (b || c->fallback == FALLBACK_REFUSE)
+			c->fallback = b ? FALLBACK_REFUSE : FALLBACK_WARN;
+		return 0;
+	}
 	case K_CGROUP_PARENT:
 		return valid_abs_path(v) ? dup_str(&c->cgroup_parent, v) : -EINVAL;
 	case K_NET_MODE:

@@ -59,7 +59,7 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	buf_printf(&b, "  nofile: %llu\n", (unsigned long long) c->nofile);
 	format_size(c->fsize, tmp, sizeof(tmp));
 	buf_printf(&b, "  fsize: %s\n", tmp);
-	buf_printf(&b, "  require_cgroup: %s\n", c->require_cgroup ? "true" : "false");
+	buf_printf(&b, "  fallback: %s\n", config_fallbacks[c->fallback]);
 	if (c->cgroup_parent)
 		kv(&b, "  ", "cgroup_parent", c->cgroup_parent);
 	buf_printf(&b, "network:\n  mode: %s\n", config_net_modes[c->net]);

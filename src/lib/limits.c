@@ -62,9 +62,11 @@ static int plan_rlimit_mode(nsbox_plan *p, const nsbox_config *cfg, nsbox_error 
 	char cpu[64] = "all CPUs";
 	if (p->pin_cpus)
 		snprintf(cpu, sizeof(cpu), "pinned to %d CPU%s", p->cpu_count, p->cpu_count == 1 ? "" : "s");
-	if (asprintf(&p->warning,
+	/* A policy that says `fallback: rlimit` has read this already. */
+	if (cfg->fallback == FALLBACK_WARN &&
+	    asprintf(&p->warning,
 	             "no usable cgroup (%s); limits are enforced with rlimits instead: memory per process "
-	             "(RLIMIT_DATA), processes (RLIMIT_NPROC), CPU %s (remedy: %s, or --require-cgroup to refuse)",
+	             "(RLIMIT_DATA), processes (RLIMIT_NPROC), CPU %s (remedy: %s; limits.fallback: rlimit in a policy acknowledges this, refuse or --require-cgroup refuses it)",
 	             p->cg_host.reason, cpu, cgroup_remedy) < 0)
 		p->warning = NULL;
 	return 0;
@@ -86,7 +88,7 @@ int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 		p->enforced_by = "cgroup-v1";
 		return 0;
 	}
-	if (cfg->require_cgroup || cfg->cgroup_parent)
+	if (cfg->fallback == FALLBACK_REFUSE || cfg->cgroup_parent)
 		return nsbox_err_hint(err, ENOTSUP, "limits", cgroup_remedy,
 		                      "enforce limits with a cgroup: %s", p->cg_host.reason);
 	return plan_rlimit_mode(p, cfg, err);
