@@ -77,12 +77,13 @@ static void wait_msg(const child_args *a, enum msg_type type)
 		_exit(125);
 }
 
-/* The go-ahead, and the fd it may carry (root's idmapped workspace). */
-static int wait_go(const child_args *a)
+/* The go-ahead, and the trees it may carry (root's idmapped workspace and
+ * root filesystem): *ws and *rootfs, or -1. */
+static void wait_go(const child_args *a, int *ws, int *rootfs)
 {
 	msg m;
 	ssize_t n;
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
 	struct iovec iov = { &m, sizeof(m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 	                     .msg_controllen = sizeof(cbuf) };
@@ -92,11 +93,18 @@ static int wait_go(const child_args *a)
 	/* EOF: the supervisor is gone (or failed to write the id maps). */
 	if (n != sizeof(m) || m.type != MSG_GO)
 		_exit(125);
-	int fd = -1;
+	int fds[2] = { -1, -1 };
+	size_t got = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && got == 0) {
+			got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			memcpy(fds, CMSG_DATA(c), (got > 2 ? 2 : got) * sizeof(int));
+		}
+	size_t want = !!(m.index & GO_WORKSPACE) + !!(m.index & GO_ROOTFS);
+	if (got != want || (mh.msg_flags & MSG_CTRUNC))
+		_exit(125);
+	*ws = m.index & GO_WORKSPACE ? fds[0] : -1;
+	*rootfs = m.index & GO_ROOTFS ? fds[want - 1] : -1;
 }
 
 static void setup_stdio(const child_args *a)
@@ -158,7 +166,8 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		fail(a, STEP_CGROUP, -1, errno);
 	/* If the supervisor dies, so does pid 1, and with it the namespace. */
 	child_arm_parent_death(a);
-	int ws_fd = wait_go(a);
+	int ws_fd, rootfs_fd;
+	wait_go(a, &ws_fd, &rootfs_fd);
 	hide_cmdline();
 	setup_stdio(a);
 
@@ -180,7 +189,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
 		fail(a, STEP_HOSTNAME, -1, errno);
 
-	int root = mounts_build_root(p, &idx);
+	int root = mounts_build_root(p, rootfs_fd, &idx);
 	if (root < 0)
 		fail(a, idx >= 0 ? STEP_MOUNT_OP : STEP_ROOT, idx, root);
 	mounts_set_workspace_fd(ws_fd);

@@ -183,20 +183,23 @@ int mounts_open_sources(const nsbox_plan *p, int *failed_op)
 	return 0;
 }
 
-int mounts_build_root(const nsbox_plan *p, int *failed_op)
+int mounts_build_root(const nsbox_plan *p, int idmapped, int *failed_op)
 {
 	*failed_op = -1;
 	/* Nothing we mount may propagate back to the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 	int src = p->child_fds[p->n_ops];
-	int tree = sys_open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	/* Root's idmapped clone comes read-only from the parent; otherwise
+	 * clone the root here and make it read-only before it is attached:
+	 * the payload never sees it writable. */
+	int tree = idmapped >= 0 ? idmapped
+		: sys_open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	if (tree < 0)
 		return -errno;
-	/* Read-only before it is attached: the payload never sees it writable. */
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
 	int r = 0;
-	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+	if (idmapped < 0 && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
 		r = -errno;
 	else if (sys_move_mount(tree, "", src, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		r = -errno;

@@ -139,10 +139,15 @@ const char *plan_step_name(enum step s);
  * parent's namespace cannot be bound there) and check each is the object the
  * parent checked. Runs with the caller's credentials. */
 int mounts_open_sources(const nsbox_plan *p, int *failed_op); /* mounts.c */
-/* Build the new root and everything mounted in it; returns an fd of it. */
-int mounts_build_root(const nsbox_plan *p, int *failed_op);
+/* Build the new root and everything mounted in it; returns an fd of it.
+ * `idmapped` is root's idmapped clone of the root filesystem, or -1. */
+int mounts_build_root(const nsbox_plan *p, int idmapped, int *failed_op);
 int mounts_apply(const nsbox_plan *p, int root_fd, int *failed_op);
 int mounts_pivot(int root_fd);
+/* Parent side (rootfs.c): root's root filesystem, idmapped into the user
+ * namespace of sandbox `pid`, as a detached read-only tree; -errno when
+ * rootless or where the filesystem cannot be idmapped. */
+int rootfs_idmapped(const nsbox_plan *p, pid_t pid);
 /* Root's idmapped workspace tree, received with the go-ahead. */
 void mounts_set_workspace_fd(int fd);
 int caps_drop_bounding(int cap_last);                      /* caps.c */

@@ -8,13 +8,16 @@
 #include "plan.h"
 
 enum msg_type {
-	MSG_GO = 1,     /* supervisor -> child: id maps are written */
+	MSG_GO = 1,     /* supervisor -> child: id maps are written; `index` says which
+	                 * trees travel with it (GO_*), as SCM_RIGHTS in that order */
 	MSG_ERROR,      /* child -> supervisor: step, index, errno */
 	MSG_EXIT,       /* init -> supervisor: the payload's wait status */
 	MSG_LISTENER,   /* payload -> supervisor: the seccomp listener, as SCM_RIGHTS */
 	MSG_PROXY_SOCKET,      /* child -> supervisor: the proxy's listening socket, as SCM_RIGHTS */
 	MSG_NET_READY,  /* supervisor -> child: the --network user helper configured the interface */
 };
+
+enum { GO_WORKSPACE = 1, GO_ROOTFS = 2 };
 
 typedef struct msg {
 	uint32_t type;

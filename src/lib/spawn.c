@@ -237,24 +237,32 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 			goto fail;
 		}
 	}
-	msg go = { .type = MSG_GO };
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	/* Root's root filesystem, idmapped likewise so that its files keep
+	 * their owners inside. Where the filesystem cannot be idmapped the
+	 * child clones it plainly (files then read as nobody's, as rootless). */
+	int rootfs_fd = rootfs_idmapped(sb->plan, pid);
+	msg go = { .type = MSG_GO, .index = (ws_fd >= 0 ? GO_WORKSPACE : 0) | (rootfs_fd >= 0 ? GO_ROOTFS : 0) };
+	int fds[2], nfds = 0;
+	if (ws_fd >= 0)
+		fds[nfds++] = ws_fd;
+	if (rootfs_fd >= 0)
+		fds[nfds++] = rootfs_fd;
+	char cbuf[CMSG_SPACE(sizeof(fds))];
 	memset(cbuf, 0, sizeof(cbuf));
 	struct iovec iov = { &go, sizeof(go) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (ws_fd >= 0) {
+	if (nfds) {
 		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
+		mh.msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &ws_fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t) nfds * sizeof(int));
 	}
 	ssize_t sent = sendmsg(sb->sync_fd, &mh, MSG_NOSIGNAL);
 	int send_errno = errno;
-	if (ws_fd >= 0)
-		close(ws_fd);
+	close_fds(fds, (size_t) nfds);
 	if (sent != (ssize_t) sizeof(go)) {
 		r = nsbox_err(err, send_errno, "spawn", "release the sandbox");
 		goto fail;
