@@ -11,7 +11,14 @@ int cmd_check(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
-		else {
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs("Usage: nsbox check [--json]\n\n"
+			      "Report what isolation and limits work on this host, with a remedy for what\n"
+			      "does not. Exits 0 when a default run can work here, 1 otherwise.\n\n"
+			      "      --json  the report as one JSON object\n"
+			      "  -h, --help  print this help\n", stdout);
+			return 0;
+		} else {
 			print_msg("check: unknown argument '%s' (usage: nsbox check [--json])", argv[i]);
 			return EXIT_SETUP;
 		}

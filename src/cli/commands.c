@@ -1,5 +1,6 @@
 /* Dispatch and the small subcommands (version, policy show). */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,22 +46,41 @@ int config_with_policy(const char *policy, nsbox_config **out, nsbox_error **err
 	return r;
 }
 
+static const char policy_usage[] =
+	"Usage: nsbox policy show [--policy FILE|NAME]\n"
+	"\n"
+	"Print the effective configuration as YAML: the built-in defaults, then the\n"
+	"policy (--policy, or NSBOX_POLICY), then the other NSBOX_* variables.\n"
+	"\n"
+	"  -p, --policy FILE|NAME  a policy file, or a shipped policy by name\n"
+	"  -h, --help              print this help\n";
+
 int cmd_policy(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "show") != 0) {
-		print_msg("usage: nsbox policy show [--policy FILE]");
-		return EXIT_SETUP;
-	}
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
 	const char *policy = getenv("NSBOX_POLICY");
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
-			policy = argv[++i];
-		else if (!strncmp(argv[i], "--policy=", 9))
-			policy = argv[i] + 9;
-		else {
-			print_msg("policy show: unknown argument '%s'", argv[i]);
-			return EXIT_SETUP;
+	int c;
+	opterr = 0;
+	optind = 0;   /* glibc: start afresh (options anywhere on the line) */
+	while ((c = getopt_long(argc, argv, ":p:h", opts, NULL)) != -1)
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'h': fputs(policy_usage, stdout); return 0;
+		case ':': print_msg("policy: option '%s' needs a value", argv[optind - 1]); return EXIT_SETUP;
+		default: print_msg("policy: unknown option '%s' (see 'nsbox policy --help')", argv[optind - 1]); return EXIT_SETUP;
 		}
+	if (optind >= argc || strcmp(argv[optind], "show") != 0 || optind + 1 != argc) {
+		if (optind < argc && strcmp(argv[optind], "show") != 0)
+			print_msg("policy: unknown subcommand '%s' (see 'nsbox policy --help')", argv[optind]);
+		else if (optind < argc)
+			print_msg("policy show: unexpected argument '%s'", argv[optind + 1]);
+		else
+			fputs(policy_usage, stderr);
+		return EXIT_SETUP;
 	}
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
