@@ -188,11 +188,17 @@ START_TEST(test_v1_cpu_from_cpuacct)
 	ck_assert_double_eq_tol(st.cpu_system_ms, 200.0, 1e-6);
 	ck_assert(st.have_memory);
 	ck_assert_uint_eq(st.peak_memory, 4096);
+	cg_sample s;
+	cgroup_sample(&cg, &s);
+	ck_assert(s.have_cpu);
+	ck_assert_double_eq_tol(s.cpu_ms, 800.0, 1e-6);
 	/* Without cpuacct the cgroup has no CPU figure (the record then says
-	 * it comes from rusage). */
+	 * it comes from rusage, and live samples read /proc). */
 	cg.path[CG_CPUACCT] = NULL;
 	cgroup_stats(&cg, &st);
 	ck_assert(!st.have_cpu);
+	cgroup_sample(&cg, &s);
+	ck_assert(!s.have_cpu);
 }
 END_TEST
 
