@@ -39,6 +39,7 @@ typedef struct cg_stats {
 typedef struct cg_sample {
 	uint64_t memory;
 	double cpu_ms;
+	bool have_cpu;          /* false: v1 without cpuacct */
 	uint64_t pids;
 } cg_sample;
 
@@ -58,13 +59,21 @@ void cgroup_host_free(cg_host *h);
 void cgroup_probe_files(const char *mountinfo, const char *cgroup_file, const char *parent,
                         cg_host *h);
 
-/* cgroup v1: a NULL h->parent[CG_CPUACCT] leaves cpuacct out (the record's
- * CPU times then come from the kernel's rusage of the sandbox). */
+/* cgroup v1: a NULL h->parent[CG_CPUACCT] (not mounted, or not writable)
+ * leaves cpuacct out; the record's CPU times then come from the kernel's
+ * rusage of the sandbox, and it says so. */
 int cgroup_create(const cg_host *h, const char *name, const cg_limits *l, cgroup **out,
                   nsbox_error **err);
 /* Put `pid` into the cgroup (v1, or v2 without CLONE_INTO_CGROUP). */
 int cgroup_attach(const cgroup *cg, pid_t pid, nsbox_error **err);
+/* What the cgroup counted, read after every process of the run is dead and
+ * before the cgroup is removed. CPU time comes from the cgroup on both
+ * drivers (v1: cpuacct; have_cpu false without it). */
 void cgroup_stats(const cgroup *cg, cg_stats *st);
+/* cgroup v1's exact total (cpuacct.usage, ns) split in the proportion of
+ * the tick samples of cpuacct.stat. */
+void cg_cpu_split(uint64_t total_ns, uint64_t user_ticks, uint64_t sys_ticks, double *user_ms,
+                  double *sys_ms);
 void cgroup_sample(const cgroup *cg, cg_sample *s);
 /* Kill what is left, remove the directories, free. Returns -errno when a
  * directory could not be removed. */

@@ -192,12 +192,28 @@ void cgroup_stats(const cgroup *cg, cg_stats *st)
 		st->have_memory = cg_read_u64(cg->path[CG_MEMORY], "memory.max_usage_in_bytes", &st->peak_memory) == 0;
 		(void) cg_read_key(cg->path[CG_MEMORY], "memory.oom_control", "oom_kill", &st->oom_kills);
 		(void) cg_read_key(cg->path[CG_PIDS], "pids.events", "max", &st->pids_max_events);
-		if (cg->path[CG_CPUACCT] && cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage_user", &v) == 0) {
-			st->cpu_user_ms = (double) v / 1e6;
-			st->have_cpu = cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage_sys", &v) == 0;
-			st->cpu_system_ms = (double) v / 1e6;
+		/* cpuacct.usage is exact (ns); cpuacct.stat's user/system are
+		 * tick samples, good only for the split (as cgroup v2 does). */
+		uint64_t user = 0, sys = 0;
+		const char *d = cg->path[CG_CPUACCT];
+		if (d && cg_read_u64(d, "cpuacct.usage", &v) == 0 &&
+		    cg_read_key(d, "cpuacct.stat", "user", &user) == 0 &&
+		    cg_read_key(d, "cpuacct.stat", "system", &sys) == 0) {
+			cg_cpu_split(v, user, sys, &st->cpu_user_ms, &st->cpu_system_ms);
+			st->have_cpu = true;
 		}
 	}
+}
+
+void cg_cpu_split(uint64_t total_ns, uint64_t user_ticks, uint64_t sys_ticks, double *user_ms,
+                  double *sys_ms)
+{
+	double total = (double) total_ns / 1e6;
+	/* No sample at all (a run shorter than a tick): call it user time,
+	 * as the kernel's cputime_adjust() does. */
+	double share = user_ticks + sys_ticks ? (double) user_ticks / (double) (user_ticks + sys_ticks) : 1.0;
+	*user_ms = total * share;
+	*sys_ms = total - *user_ms;
 }
 
 void cgroup_sample(const cgroup *cg, cg_sample *s)
@@ -207,13 +223,17 @@ void cgroup_sample(const cgroup *cg, cg_sample *s)
 	if (cg->driver == CG_V2) {
 		(void) cg_read_u64(cg->path[0], "memory.current", &s->memory);
 		(void) cg_read_u64(cg->path[0], "pids.current", &s->pids);
-		if (cg_read_key(cg->path[0], "cpu.stat", "usage_usec", &v) == 0)
+		if (cg_read_key(cg->path[0], "cpu.stat", "usage_usec", &v) == 0) {
 			s->cpu_ms = (double) v / 1e3;
+			s->have_cpu = true;
+		}
 	} else if (cg->driver == CG_V1) {
 		(void) cg_read_u64(cg->path[CG_MEMORY], "memory.usage_in_bytes", &s->memory);
 		(void) cg_read_u64(cg->path[CG_PIDS], "pids.current", &s->pids);
-		if (cg->path[CG_CPUACCT] && cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage", &v) == 0)
+		if (cg->path[CG_CPUACCT] && cg_read_u64(cg->path[CG_CPUACCT], "cpuacct.usage", &v) == 0) {
 			s->cpu_ms = (double) v / 1e6;
+			s->have_cpu = true;
+		}
 	}
 }
 

@@ -202,6 +202,33 @@ static void check_seccomp(nsbox_check *c)
 	    notif ? "yes" : "no", log ? "yes" : "no");
 }
 
+/* Root's host range must be its own: no other user's subordinate ids in it. */
+static void check_root_ids(nsbox_check *c)
+{
+	root_ids ri;
+	nsbox_error *e = NULL;
+	if (idmap_root_ids("/etc/subuid", "/etc/subgid", &ri, &e) < 0) {
+		add(c, "id mapping", true, NSBOX_CHECK_MISSING,
+		    "give the 'nsbox' entries of /etc/subuid and /etc/subgid 65536 ids no other entry uses",
+		    "root: %s", e ? nsbox_error_message(e) : "cannot read /etc/subuid or /etc/subgid");
+		nsbox_error_free(e);
+		return;
+	}
+	if (ri.conflict_file) {
+		_cleanup_free_ char *detail = NULL, *hint = NULL;
+		if (idmap_root_conflict(&ri, "/etc/subuid", "/etc/subgid", &detail, &hint) == 0)
+			add(c, "id mapping", true, NSBOX_CHECK_MISSING, hint, "root: cannot %s", detail);
+		return;
+	}
+	add(c, "id mapping", true, NSBOX_CHECK_OK, NULL,
+	    "root: sandboxes map to host ids %llu-%llu and group ids %llu-%llu (%s), which no other entry "
+	    "of /etc/subuid or /etc/subgid overlaps",
+	    (unsigned long long) ri.uid.start, (unsigned long long) (ri.uid.start + NSBOX_RANGE_COUNT - 1),
+	    (unsigned long long) ri.gid.start, (unsigned long long) (ri.gid.start + NSBOX_RANGE_COUNT - 1),
+	    ri.own_uid && ri.own_gid ? "the 'nsbox' entries"
+	    : ri.own_uid || ri.own_gid ? "an 'nsbox' entry and the built-in range" : "the built-in range");
+}
+
 static void check_helpers(nsbox_check *c)
 {
 	/* none, host and the allowlist proxy need nothing from the host;
@@ -221,12 +248,7 @@ static void check_helpers(nsbox_check *c)
 	netuser_plan_free(&np);
 	nsbox_error_free(e);
 	if (geteuid() == 0) {
-		subid_range r = { NSBOX_ROOT_RANGE_BASE, NSBOX_RANGE_COUNT };
-		bool own = subid_lookup("/etc/subuid", "nsbox", (unsigned long) -1, &r) == 1;
-		add(c, "id mapping", true, NSBOX_CHECK_OK, NULL,
-		    "root: sandboxes map to host ids %llu-%llu (%s)", (unsigned long long) r.start,
-		    (unsigned long long) (r.start + NSBOX_RANGE_COUNT - 1),
-		    own ? "the 'nsbox' entry of /etc/subuid" : "the built-in range");
+		check_root_ids(c);
 		return;
 	}
 	subid_range su;

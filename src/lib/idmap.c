@@ -15,30 +15,177 @@
 #include "idmap.h"
 #include "syscalls.h"
 
-int subid_lookup(const char *file, const char *name, unsigned long id, subid_range *out)
+/* One "owner:start:count" line; false for anything else (comments, junk,
+ * signs, overflow, an empty range). */
+static bool parse_entry(char *line, subid_entry *e)
+{
+	char *save = NULL;
+	char *who = strtok_r(line, ":\n", &save);
+	char *start = strtok_r(NULL, ":\n", &save);
+	char *count = strtok_r(NULL, ":\n", &save);
+	if (!who || !start || !count || strtok_r(NULL, ":\n", &save) || strlen(who) >= sizeof(e->owner))
+		return false;
+	for (const char *d = start; *d; d++)
+		if (*d < '0' || *d > '9')
+			return false;
+	for (const char *d = count; *d; d++)
+		if (*d < '0' || *d > '9')
+			return false;
+	errno = 0;
+	e->start = strtoull(start, NULL, 10);
+	e->count = strtoull(count, NULL, 10);
+	if (errno || e->count == 0 || e->start > UINT64_MAX - e->count)
+		return false;
+	memcpy(e->owner, who, strlen(who) + 1);
+	return true;
+}
+
+/* Call fn on each entry of `file` until it returns non-zero; a missing file
+ * has no entries. Returns fn's value, 0, or -errno. */
+static int each_entry(const char *file, int (*fn)(const subid_entry *, void *), void *arg)
 {
 	FILE *f = fopen(file, "re");
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
-	char line[512], idstr[32];
-	snprintf(idstr, sizeof(idstr), "%lu", id);
-	int found = 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *save = NULL;
-		char *who = strtok_r(line, ":\n", &save);
-		char *start = strtok_r(NULL, ":\n", &save);
-		char *count = strtok_r(NULL, ":\n", &save);
-		if (!who || !start || !count)
-			continue;
-		if ((name && !strcmp(who, name)) || !strcmp(who, idstr)) {
-			char *e1, *e2;
-			out->start = strtoull(start, &e1, 10);
-			out->count = strtoull(count, &e2, 10);
-			found = (!*e1 && !*e2 && out->count > 0) ? 1 : 0;
+	char line[512];
+	int r = 0;
+	subid_entry e;
+	while (r == 0 && fgets(line, sizeof(line), f))
+		if (parse_entry(line, &e))
+			r = fn(&e, arg);
+	fclose(f);
+	return r;
+}
+
+struct lookup {
+	const char *name;
+	char idstr[32];
+	subid_range *out;
+};
+
+static int match_owner(const subid_entry *e, void *arg)
+{
+	struct lookup *l = arg;
+	if ((l->name && !strcmp(e->owner, l->name)) || !strcmp(e->owner, l->idstr)) {
+		l->out->start = e->start;
+		l->out->count = e->count;
+		return 1;
+	}
+	return 0;
+}
+
+int subid_lookup(const char *file, const char *name, unsigned long id, subid_range *out)
+{
+	struct lookup l = { .name = name, .out = out };
+	snprintf(l.idstr, sizeof(l.idstr), "%lu", id);
+	return each_entry(file, match_owner, &l);
+}
+
+struct overlap {
+	const char *self;
+	uint64_t start, count;
+	subid_entry *out;
+};
+
+static int match_overlap(const subid_entry *e, void *arg)
+{
+	struct overlap *o = arg;
+	if (!strcmp(e->owner, o->self) || e->start >= o->start + o->count || o->start >= e->start + e->count)
+		return 0;
+	*o->out = *e;
+	return 1;
+}
+
+int subid_overlap(const char *file, const char *self, uint64_t start, uint64_t count, subid_entry *out)
+{
+	struct overlap o = { .self = self, .start = start, .count = count, .out = out };
+	return each_entry(file, match_overlap, &o);
+}
+
+uint64_t subid_free_start(const char *subuid, const char *subgid, const char *self, uint64_t from,
+                          uint64_t count)
+{
+	/* Each step jumps past the end of an entry that overlapped, so no entry
+	 * is met twice. Ids stop below 2^32 - 1 (that one means "no id"). */
+	uint64_t at = (from + count - 1) / count * count;
+	subid_entry e;
+	while (at + count <= UINT32_MAX) {
+		int r = subid_overlap(subuid, self, at, count, &e);
+		if (r == 0)
+			r = subid_overlap(subgid, self, at, count, &e);
+		if (r < 0)
+			return 0;
+		if (r == 0)
+			return at;
+		at = (e.start + e.count + count - 1) / count * count;
+	}
+	return 0;
+}
+
+int idmap_root_ids(const char *subuid, const char *subgid, root_ids *ri, nsbox_error **err)
+{
+	*ri = (root_ids){ .uid = { NSBOX_ROOT_RANGE_BASE, NSBOX_RANGE_COUNT },
+	                  .gid = { NSBOX_ROOT_RANGE_BASE, NSBOX_RANGE_COUNT } };
+	int fu = subid_lookup(subuid, "nsbox", (unsigned long) -1, &ri->uid);
+	int fg = subid_lookup(subgid, "nsbox", (unsigned long) -1, &ri->gid);
+	if (fu < 0 || fg < 0)
+		return nsbox_err(err, -(fu < 0 ? fu : fg), "idmap", "read '%s'", fu < 0 ? subuid : subgid);
+	ri->own_uid = fu == 1;
+	ri->own_gid = fg == 1;
+	if (ri->uid.count < NSBOX_RANGE_COUNT || ri->gid.count < NSBOX_RANGE_COUNT)
+		return nsbox_err(err, ERANGE, "idmap",
+		                 "use the 'nsbox' entry of '%s': it has fewer than %u ids",
+		                 ri->uid.count < NSBOX_RANGE_COUNT ? subuid : subgid, NSBOX_RANGE_COUNT);
+	if (ri->uid.start + NSBOX_RANGE_COUNT > UINT32_MAX || ri->gid.start + NSBOX_RANGE_COUNT > UINT32_MAX)
+		return nsbox_err(err, ERANGE, "idmap", "use the 'nsbox' entry of '%s': it goes past id %u",
+		                 ri->uid.start + NSBOX_RANGE_COUNT > UINT32_MAX ? subuid : subgid, UINT32_MAX - 1);
+	/* Only the first NSBOX_RANGE_COUNT ids are mapped; those must be ours
+	 * alone, or another user's containers would own our sandboxes' files
+	 * and processes (and the reverse). */
+	const struct { const char *file; const subid_range *r; } side[] = {
+		{ subuid, &ri->uid }, { subgid, &ri->gid },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(side); i++) {
+		int r = subid_overlap(side[i].file, "nsbox", side[i].r->start, NSBOX_RANGE_COUNT, &ri->other);
+		if (r < 0)
+			return nsbox_err(err, -r, "idmap", "read '%s'", side[i].file);
+		if (r == 1) {
+			ri->conflict_file = side[i].file;
+			ri->conflict_gid = i == 1;
+			ri->free_start = subid_free_start(subuid, subgid, "nsbox", NSBOX_ROOT_RANGE_BASE, NSBOX_RANGE_COUNT);
+			return 0;
 		}
 	}
-	fclose(f);
-	return found;
+	return 0;
+}
+
+int idmap_root_conflict(const root_ids *ri, const char *subuid, const char *subgid, char **detail,
+                        char **hint)
+{
+	const subid_range *r = ri->conflict_gid ? &ri->gid : &ri->uid;
+	bool own = ri->conflict_gid ? ri->own_gid : ri->own_uid;
+	unsigned long long s = r->start, o = ri->other.start, f = ri->free_start;
+	*detail = *hint = NULL;
+	if (asprintf(detail, "use host %s %llu-%llu (%s) for root's sandboxes: '%s' (%llu-%llu) in %s overlaps them",
+	             ri->conflict_gid ? "group ids" : "ids", s, s + NSBOX_RANGE_COUNT - 1,
+	             own ? "the 'nsbox' entry" : "the built-in range", ri->other.owner, o,
+	             o + ri->other.count - 1, ri->conflict_file) < 0)
+		*detail = NULL;
+	int n = f ? asprintf(hint, "reserve ids no one else uses for nsbox: %s the line 'nsbox:%llu:%u' %s %s and %s "
+	                     "(for a user named nsbox: usermod --add-subuids %llu-%llu --add-subgids %llu-%llu nsbox)",
+	                     own ? "make" : "add", f, NSBOX_RANGE_COUNT, own ? "the 'nsbox' entry of" : "to",
+	                     subuid, subgid, f, f + NSBOX_RANGE_COUNT - 1, f, f + NSBOX_RANGE_COUNT - 1)
+	          : asprintf(hint, "reserve %u ids no other entry of %s and %s uses with an 'nsbox' entry in both",
+	                     NSBOX_RANGE_COUNT, subuid, subgid);
+	if (n < 0)
+		*hint = NULL;
+	if (!*detail || !*hint) {
+		free(*detail);
+		free(*hint);
+		*detail = *hint = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int idmap_keep_id(unsigned inside, unsigned outside, const subid_range *sub, char **out)
@@ -87,16 +234,19 @@ int idmap_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	if (euid == 0) {
 		/* Host root: the sandbox gets an unprivileged host range and never
 		 * host uid 0. The setup runs as uid 0 of the new namespace. */
-		subid_range r = { NSBOX_ROOT_RANGE_BASE, NSBOX_RANGE_COUNT };
-		subid_range g = r;
-		int fu = subid_lookup("/etc/subuid", "nsbox", (unsigned long) -1, &r);
-		int fg = subid_lookup("/etc/subgid", "nsbox", (unsigned long) -1, &g);
-		if (fu < 0 || fg < 0)
-			return nsbox_err(err, -(fu < 0 ? fu : fg), "idmap", "read '/etc/subuid' or '/etc/subgid'");
-		if (r.count < NSBOX_RANGE_COUNT || g.count < NSBOX_RANGE_COUNT)
-			return nsbox_err(err, ERANGE, "idmap",
-			                 "use the 'nsbox' entry of /etc/subuid or /etc/subgid: it has fewer than %u ids",
-			                 NSBOX_RANGE_COUNT);
+		root_ids ri;
+		int e = idmap_root_ids("/etc/subuid", "/etc/subgid", &ri, err);
+		if (e < 0)
+			return e;
+		if (ri.conflict_file) {
+			/* Fail closed: sharing ids with another user's containers
+			 * is no isolation at all. */
+			_cleanup_free_ char *detail = NULL, *hint = NULL;
+			if (idmap_root_conflict(&ri, "/etc/subuid", "/etc/subgid", &detail, &hint) < 0)
+				return nsbox_err(err, ENOMEM, "idmap", "plan id maps");
+			return nsbox_err_hint(err, EBUSY, "idmap", hint, "%s", detail);
+		}
+		const subid_range r = ri.uid, g = ri.gid;
 		p->root_range = true;
 		p->may_setgroups = true;
 		p->setup_uid = 0;

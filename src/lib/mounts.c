@@ -300,6 +300,24 @@ static int bind_data(int root, int target, const mount_op *op)
 	return r;
 }
 
+/* Hide what is at fd (resolved in the new root) as runc does: a directory
+ * under an empty read-only tmpfs, anything else under /dev/null. The kind
+ * is taken from what is there, not from the plan, so a kernel that makes a
+ * file of a directory (or the reverse) still gets it masked. */
+static int mask(const nsbox_plan *p, int fd)
+{
+	char path[32];
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return bind_fd(p->child_fds[p->n_ops + 1], fd, 0);
+	if (mount("tmpfs", fd_path(path, fd), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT,
+	          "size=4k,nr_inodes=1,mode=0555") < 0)
+		return -errno;
+	return 0;
+}
+
 static int apply_op(const nsbox_plan *p, size_t i, int root)
 {
 	const mount_op *op = &p->ops[i];
@@ -345,19 +363,14 @@ static int apply_op(const nsbox_plan *p, size_t i, int root)
 		}
 		break;
 	case OP_MASK_FILE:
-		r = bind_fd(p->child_fds[p->n_ops + 1], fd, 0);
+	case OP_MASK_DIR:
+		r = mask(p, fd);
 		break;
 	case OP_BIND_DATA:
 		r = bind_data(root, fd, op);
 		break;
 	case OP_OVERLAY:
 		r = mount_overlay(p, i, root, &fd);
-		break;
-	case OP_MASK_DIR:
-		if (mount("tmpfs", fd_path(path, fd), "tmpfs",
-		          MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT,
-		          "size=4k,nr_inodes=1,mode=0555") < 0)
-			r = -errno;
 		break;
 	default:
 		r = -EINVAL;

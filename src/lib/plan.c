@@ -187,6 +187,22 @@ static int plan_proc(nsbox_plan *p, nsbox_error **err)
 	return r;
 }
 
+/* --sysfs: a fresh, read-only sysfs of the sandbox's network namespace (no
+ * submounts: securityfs, debugfs, cgroups stay out), with Docker's masked
+ * paths: firmware tables and memory maps, and powercap's energy counters
+ * (a power side channel, PLATYPUS). */
+static int plan_sysfs(nsbox_plan *p, nsbox_error **err)
+{
+	static const char *masks[] = { "sys/firmware", "sys/devices/virtual/powercap" };
+	int r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "sys", .fstype = "sysfs",
+	                              .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
+	                              .desc = fmt("mount sysfs on '/sys'") }, err);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(masks); i++)
+		r = add_op(p, (mount_op){ .kind = OP_MASK_DIR, .src_fd = -1, .target = masks[i],
+		                          .flags = OPF_OPTIONAL, .desc = fmt("mask '/%s'", masks[i]) }, err);
+	return r;
+}
+
 static int plan_dev(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 {
 	static const char *nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
@@ -299,9 +315,7 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
 	if (r == 0 && cfg->net == NET_USER)
 		r = plan_resolv_conf(p, err);
 	if (r == 0 && cfg->sysfs)
-		r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "sys", .fstype = "sysfs",
-		                          .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
-		                          .desc = fmt("mount sysfs on '/sys'") }, err);
+		r = plan_sysfs(p, err);
 	/* Files handed in by the caller (run-code's program), after /tmp. */
 	for (size_t i = 0; r == 0 && i < cfg->n_files; i++) {
 		const file_spec *f = &cfg->files[i];

@@ -60,6 +60,10 @@ static void resources(buf *b, const nsbox_result *r)
 			           (double) r->rusage.ru_stime.tv_sec * 1e3 + (double) r->rusage.ru_stime.tv_usec / 1e3);
 		else
 			buf_puts(b, ",\"cpu_user_ms\":null,\"cpu_system_ms\":null");
+		/* rusage (pid 1's, with every process it reaped) misses what the
+		 * kernel kills and reaps itself when a run is killed: say which. */
+		buf_puts(b, st->have_cpu ? ",\"cpu_source\":\"cgroup\""
+		            : r->have_rusage ? ",\"cpu_source\":\"rusage\"" : ",\"cpu_source\":null");
 		if (st->have_pids_peak)
 			buf_printf(b, ",\"pids_peak\":%llu}", (unsigned long long) st->pids_peak);
 		else
@@ -68,14 +72,14 @@ static void resources(buf *b, const nsbox_result *r)
 	}
 	if (!r->have_rusage) {
 		buf_puts(b, ",\"resources\":{\"peak_memory_bytes\":null,\"cpu_user_ms\":null,"
-		            "\"cpu_system_ms\":null,\"pids_peak\":null}");
+		            "\"cpu_system_ms\":null,\"cpu_source\":null,\"pids_peak\":null}");
 		return;
 	}
 	const struct rusage *u = &r->rusage;
 	/* Without a cgroup, ru_maxrss is the largest resident set of any one
 	 * process of the sandbox (in KiB), not their sum. */
 	buf_printf(b, ",\"resources\":{\"peak_memory_bytes\":%llu,\"cpu_user_ms\":%.3f,"
-	              "\"cpu_system_ms\":%.3f,\"pids_peak\":null}",
+	              "\"cpu_system_ms\":%.3f,\"cpu_source\":\"rusage\",\"pids_peak\":null}",
 	           (unsigned long long) u->ru_maxrss * 1024ull,
 	           (double) u->ru_utime.tv_sec * 1e3 + (double) u->ru_utime.tv_usec / 1e3,
 	           (double) u->ru_stime.tv_sec * 1e3 + (double) u->ru_stime.tv_usec / 1e3);

@@ -66,13 +66,9 @@ static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
 	         (unsigned char) rnd[0], (unsigned char) rnd[1], (unsigned char) rnd[2], (unsigned char) rnd[3]);
 	cg_host *h = &sb->plan->cg_host;
 	cgroup_collect_stale(h);
-	/* cgroup v1's cpuacct, when mounted apart from cpu, costs a directory
-	 * of its own; it is only needed for live CPU samples. */
-	if (h->driver == CG_V1 && !sb->stats_interval_ms && h->parent[CG_CPUACCT] &&
-	    strcmp(h->parent[CG_CPUACCT], h->parent[CG_CPU])) {
-		free(h->parent[CG_CPUACCT]);
-		h->parent[CG_CPUACCT] = NULL;
-	}
+	/* cgroup v1's cpuacct is kept even when mounted apart from cpu: the
+	 * record's CPU time must come from it, since the rusage of pid 1 misses
+	 * every process the kernel kills (and autoreaps) when a run is killed. */
 	int r = cgroup_create(h, sb->cg_name, &sb->plan->limits, &sb->cg, err);
 	return r < 0 ? nsbox_err_prefix(err, r, "set up resource limits") : 0;
 }

@@ -67,8 +67,14 @@ void stats_sample(nsbox_sandbox *sb, cg_sample *s)
 	*s = (cg_sample){ 0 };
 	if (sb->cg)
 		cgroup_sample(sb->cg, s);
-	else
+	if (!sb->cg) {
 		sample_proc(sb, s);
+	} else if (!s->have_cpu) {
+		/* cgroup v1 without cpuacct: CPU from /proc, not a silent 0. */
+		cg_sample p = { 0 };
+		sample_proc(sb, &p);
+		s->cpu_ms = p.cpu_ms;
+	}
 	if (s->pids > sb->pids_seen)
 		sb->pids_seen = s->pids;
 }

@@ -66,6 +66,26 @@ suite() {
 	share=$(awk -v c="$cpu" -v d="$dur" 'BEGIN { printf "%d", 100 * c / d }')
 	if [ "$share" -ge 30 ] && [ "$share" -le 70 ]; then ok "[$who] --cpus 0.5 holds a spinner at ${share}% of a CPU"; else notok "[$who] --cpus 0.5: ${share}% of a CPU"; fi
 
+	# CPU time in the record comes from cpu.stat however the run ends (the
+	# rusage of pid 1 misses what the kernel kills at teardown): each run
+	# burns about 0.5 s of CPU time.
+	for how in exited timed_out killed; do
+		case $how in
+		exited) cmd='probe burn 0.5' want=exited ;;
+		timed_out) cmd='probe burn 0.5; sleep 60' want=timed_out ;;
+		killed) cmd='(probe burn 0.5; kill -9 $$; sleep 60) & wait' want=signaled ;;
+		esac
+		"$@" nsbox run --json $extra --cpus 1 --timeout 6s --rootfs $R -- sh -c "$cmd" >/tmp/r.json
+		expect "[$who] a CPU burner that is $how: status" $want "$(field status)"
+		cpu=$(awk -v u="$(field cpu_user_ms)" -v s="$(field cpu_system_ms)" 'BEGIN { printf "%d", u + s }')
+		if [ "${cpu:-0}" -ge 150 ]; then ok "[$who] ...its record counts the CPU it burned ($cpu ms of about 500)"; else notok "[$who] ...its record says $cpu ms of about 500"; fi
+		expect "[$who] ...from the cgroup" cgroup "$(field cpu_source)"
+	done
+
+	# --sysfs: the firmware tables and powercap are masked (empty).
+	out=$("$@" nsbox run $extra --sysfs --rootfs $R -- sh -c 'ls -A /sys/firmware /sys/devices/virtual/powercap 2>/dev/null | grep -v ":$" | grep -v "^$" | wc -l')
+	expect "[$who] --sysfs: /sys/firmware and powercap are empty" 0 "$out"
+
 	expect "[$who] no cgroup left after the runs" 0 "$(leftovers $parent)"
 	"$@" nsbox run $extra --rootfs $R -- probe daemon wait >/dev/null &
 	pid=$!

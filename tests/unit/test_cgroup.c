@@ -164,6 +164,72 @@ START_TEST(test_read_keys)
 }
 END_TEST
 
+/* CPU time from a fabricated v1 cgroup: the exact total of cpuacct.usage,
+ * split like the tick samples of cpuacct.stat (usage_user/usage_sys are
+ * tick-based and ignored). */
+START_TEST(test_v1_cpu_from_cpuacct)
+{
+	dir("mem");
+	dir("acct");
+	put("mem/memory.max_usage_in_bytes", "4096\n");
+	put("acct/cpuacct.usage", "800000000\n");
+	put("acct/cpuacct.stat", "user 3\nsystem 1\n");
+	put("acct/cpuacct.usage_user", "0\n");
+	put("acct/cpuacct.usage_sys", "0\n");
+	char mem[512], acct[512];
+	snprintf(mem, sizeof(mem), "%s/mem", tmp);
+	snprintf(acct, sizeof(acct), "%s/acct", tmp);
+	cgroup cg = { .driver = CG_V1, .path = { [CG_MEMORY] = mem, [CG_PIDS] = mem, [CG_CPU] = mem,
+	                                        [CG_CPUACCT] = acct }, .dirfd = -1 };
+	cg_stats st;
+	cgroup_stats(&cg, &st);
+	ck_assert(st.have_cpu);
+	ck_assert_double_eq_tol(st.cpu_user_ms, 600.0, 1e-6);
+	ck_assert_double_eq_tol(st.cpu_system_ms, 200.0, 1e-6);
+	ck_assert(st.have_memory);
+	ck_assert_uint_eq(st.peak_memory, 4096);
+	cg_sample s;
+	cgroup_sample(&cg, &s);
+	ck_assert(s.have_cpu);
+	ck_assert_double_eq_tol(s.cpu_ms, 800.0, 1e-6);
+	/* Without cpuacct the cgroup has no CPU figure (the record then says
+	 * it comes from rusage, and live samples read /proc). */
+	cg.path[CG_CPUACCT] = NULL;
+	cgroup_stats(&cg, &st);
+	ck_assert(!st.have_cpu);
+	cgroup_sample(&cg, &s);
+	ck_assert(!s.have_cpu);
+}
+END_TEST
+
+START_TEST(test_cpu_split)
+{
+	double u, s;
+	cg_cpu_split(2000000, 0, 0, &u, &s);   /* shorter than a tick: all user */
+	ck_assert_double_eq_tol(u, 2.0, 1e-9);
+	ck_assert_double_eq_tol(s, 0.0, 1e-9);
+	cg_cpu_split(1000000000, 0, 5, &u, &s);
+	ck_assert_double_eq_tol(u, 0.0, 1e-9);
+	ck_assert_double_eq_tol(s, 1000.0, 1e-9);
+	cg_cpu_split(UINT64_MAX / 2, UINT64_MAX / 2, UINT64_MAX / 2, &u, &s);
+	ck_assert_double_eq_tol(u + s, (double) (UINT64_MAX / 2) / 1e6, 1.0);
+}
+END_TEST
+
+START_TEST(test_v2_cpu_from_cpu_stat)
+{
+	put("cpu.stat", "usage_usec 750000\nuser_usec 500000\nsystem_usec 250000\nnr_periods 3\n");
+	char d[512];
+	snprintf(d, sizeof(d), "%s", tmp);
+	cgroup cg = { .driver = CG_V2, .path = { d }, .dirfd = -1 };
+	cg_stats st;
+	cgroup_stats(&cg, &st);
+	ck_assert(st.have_cpu);
+	ck_assert_double_eq_tol(st.cpu_user_ms, 500.0, 1e-6);
+	ck_assert_double_eq_tol(st.cpu_system_ms, 250.0, 1e-6);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("cgroup");
@@ -173,5 +239,8 @@ int main(void)
 	tcase_add_test(tc, test_mount_root_is_stripped);
 	tcase_add_test(tc, test_nothing_usable_says_why);
 	tcase_add_test(tc, test_read_keys);
+	tcase_add_test(tc, test_v1_cpu_from_cpuacct);
+	tcase_add_test(tc, test_cpu_split);
+	tcase_add_test(tc, test_v2_cpu_from_cpu_stat);
 	return unit_run("cgroup", tc);
 }
