@@ -109,6 +109,10 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->changes = TAKE_PTR(sb->changes);
 	r->n_changes = sb->n_changes;
 	sb->n_changes = 0;
+	r->changes_err = sb->changes_err;
+	r->upper_bytes = sb->upper_bytes;
+	r->max_bytes = sb->plan->ws.max_bytes;
+	r->ws_limit_hit = sb->ws_limit_hit;
 	r->session = sb->plan->ws.session ? strdup(sb->plan->ws.session) : NULL;
 	r->proxy = sb->plan->proxy;
 	r->net_allowed = TAKE_PTR(sb->net_allowed);
