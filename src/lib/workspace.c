@@ -48,7 +48,7 @@ int ws_session_lock(const char *dir)
 {
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%.4000s/lock", dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -192,7 +192,7 @@ static int session_meta(ws_plan *w, nsbox_error **err)
 {
 	char path[PATH_MAX + 16], text[PATH_MAX + 128];
 	snprintf(path, sizeof(path), "%.4000s/meta", w->dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		/* An existing session: it must be of this workspace. */
 		ssize_t n = read(fd, text, sizeof(text) - 1);
@@ -212,7 +212,7 @@ static int session_meta(ws_plan *w, nsbox_error **err)
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\n", w->lower, (long long) now.tv_sec, now.tv_nsec);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0 || write(fd, text, (size_t) len) != len) {
 		int e = errno;
 		if (fd >= 0)
@@ -316,6 +316,8 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	if (fstat(w->lower_fd, &st) < 0 || !S_ISDIR(st.st_mode))
 		return nsbox_err(err, ENOTDIR, "workspace", "use workspace '%s'", w->lower);
 	w->idmap = !rootless;
+	if (w->mode == WS_RW && (r = ws_nosuid_filter(w, err)) < 0)
+		return r;
 	if (w->mode != WS_OVERLAY) {
 		if (cfg->session)
 			return nsbox_err_invalid(err, "workspace", "--session needs --workspace-mode overlay (the default)");
@@ -464,6 +466,7 @@ void ws_plan_free(ws_plan *w)
 	free(w->work);
 	free(w->opts);
 	free(w->session);
+	free(w->nosuid);
 	strv_clear(&w->deny);
 	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
+#include <linux/filter.h>
 
 #include "nsbox.h"
 #include "strv.h"
@@ -30,6 +31,8 @@ typedef struct ws_plan {
 	uint64_t max_bytes;   /* workspace.max_size: the upper layer's bound */
 	int upper_fd;         /* supervisor: the upper layer, watched */
 	uint64_t base_bytes, avail0;
+	struct sock_filter *nosuid;   /* rw: the seccomp layer against set-id modes */
+	unsigned short nosuid_len;
 } ws_plan;
 
 typedef struct ws_change {
@@ -46,6 +49,12 @@ typedef struct ws_change {
 
 /* How deep the scan goes in the upper layer (a payload chooses the depth). */
 #define WS_MAX_DEPTH 128
+
+/* rw mode (ws_nosuid.c): compile, in the parent, the seccomp layer that
+ * keeps setuid/setgid modes off the host; install it in the child (after
+ * no_new_privs, before the profile's filter). */
+int ws_nosuid_filter(ws_plan *w, nsbox_error **err);
+int ws_nosuid_install(const ws_plan *w);
 
 /* The state directory: /var/lib/nsbox/state (root), else
  * $XDG_STATE_HOME/nsbox or ~/.local/state/nsbox. */
