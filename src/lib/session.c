@@ -49,7 +49,7 @@ static int open_session(const char *name, session *s, nsbox_error **err)
 	snprintf(s->upper, sizeof(s->upper), "%.4000s/upper", s->dir);
 	char meta[PATH_MAX + 8], text[PATH_MAX + 64];
 	snprintf(meta, sizeof(meta), "%.4000s/meta", s->dir);
-	int fd = open(meta, O_RDONLY | O_CLOEXEC);
+	int fd = open(meta, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
 		return nsbox_err(err, e, "session", "open session '%s'%s", name,
@@ -333,36 +333,45 @@ static int check(const char *name, const session *s, int root, step *st, size_t 
 {
 	buf why = { 0 };
 	int count = 0;
+	const char *made = NULL;   /* a directory this apply makes anew */
 	for (size_t i = 0; i < n; i++) {
 		const ws_change *c = st[i].c;
+		size_t ml = made ? strlen(made) : 0;
+		bool inside_made = made && !strncmp(c->path, made, ml) && c->path[ml] == '/';
+		if (!inside_made)
+			made = S_ISDIR(c->mode) && strcmp(c->kind, "modified") ? c->path : NULL;
 		_cleanup_free_ char *p = ws_escape(c->path), *t = c->target ? ws_escape(c->target) : NULL;
 		const char *problem = NULL;
+		char denied[64];
 		bool forceable = true;
 		if (!strcmp(c->kind, "error")) {
-			problem = c->detail;
+			problem = "too deep for the scan (more than 128 levels): nothing below it can be applied";
 			forceable = false;
 		} else if (c->denied) {
-			problem = "denied by workspace.deny_changes";
+			snprintf(denied, sizeof(denied), "is %s, and workspace.deny_changes denies it", c->kind);
+			problem = denied;
 		} else if (S_ISLNK(c->mode) && !c->target) {
-			problem = "a symlink whose target cannot be read";
+			problem = "is a symlink whose target cannot be read";
 			forceable = false;
 		} else if (is_special(c)) {
-			problem = "a fifo, socket or device, which apply does not carry back (--force leaves it out)";
+			problem = "is a fifo, socket or device, which apply does not carry back (--force leaves it out)";
 		} else if (c->target && !target_inside(c->path, c->target)) {
-			problem = "a symlink that leads out of the workspace";
+			problem = "is a symlink that leads out of the workspace";
 		} else if (!S_ISLNK(c->mode) && (c->mode & S_IWOTH)) {
-			problem = "world-writable";
+			problem = "is world-writable";
 		}
 		/* On the host: no symlink on the way, and not changed since the
 		 * session started (someone's edits would be lost). */
 		struct stat hs;
-		int pfd = beneath(root, st[i].parent, O_PATH | O_DIRECTORY);
+		/* Below a directory apply makes (in place of a host symlink,
+		 * say): nothing there on the host to check, or to follow. */
+		int pfd = inside_made ? -ENOENT : beneath(root, st[i].parent, O_PATH | O_DIRECTORY);
 		bool exists = pfd >= 0 && fstatat(pfd, st[i].base, &hs, AT_SYMLINK_NOFOLLOW) == 0;
 		bool should_exist = strcmp(c->kind, "added") != 0;
 		if (pfd >= 0)
 			close(pfd);
 		if (!problem && (pfd == -ELOOP || pfd == -EXDEV || pfd == -ENOTDIR)) {
-			problem = "reached through a symlink or file on the host";
+			problem = "is reached through a symlink or file on the host";
 			forceable = false;
 		} else if (!problem && ((exists && newer(&hs, &s->created)) || exists != should_exist)) {
 			problem = "changed on the host since the session started";
@@ -371,7 +380,7 @@ static int check(const char *name, const session *s, int root, step *st, size_t 
 		if (!problem || (force && forceable))
 			continue;
 		if (count++ < 8)
-			buf_printf(&why, "%s'%s'%s%s%s is %s", count > 1 ? "; " : "", p, t ? " (-> " : "", t ? t : "",
+			buf_printf(&why, "%s'%s'%s%s%s %s", count > 1 ? "; " : "", p, t ? " (-> " : "", t ? t : "",
 			           t ? ")" : "", problem);
 	}
 	if (!count) {
