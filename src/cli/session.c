@@ -1,4 +1,5 @@
 /* `nsbox session ls | changes NAME | diff NAME | apply NAME [PATH...] | discard NAME`. */
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <spawn.h>
@@ -84,6 +85,38 @@ static int changes(const char *name, bool json, const char *policy)
 	return rc;
 }
 
+/* Copy diff's output from `fd` to stdout with control characters (but
+ * tab and newline) escaped as \xNN: the payload wrote those lines, and a
+ * review must not let them drive the terminal. */
+static void relay_escaped(int fd)
+{
+	unsigned char in[8192];
+	ssize_t n;
+	bool c2 = false;   /* the previous byte began a C1 control (0xc2) */
+	while ((n = read(fd, in, sizeof(in))) > 0 || (n < 0 && errno == EINTR)) {
+		for (ssize_t i = 0; i < n; i++) {
+			unsigned char ch = in[i];
+			if (c2 && ch >= 0x80 && ch <= 0x9f) {
+				printf("\\xc2\\x%02x", ch);
+			} else {
+				if (c2)
+					putchar(0xc2);
+				if (ch == 0xc2) {
+					c2 = true;
+					continue;
+				}
+				if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f)
+					printf("\\x%02x", ch);
+				else
+					putchar(ch);
+			}
+			c2 = false;
+		}
+	}
+	if (c2)
+		putchar(0xc2);
+}
+
 /* diff -u between the host version and the session's, for one path: the
  * files are opened by the library (beneath each side, no symlink followed)
  * and handed to diff as /dev/fd/3 and /dev/fd/4. */
@@ -104,14 +137,24 @@ static void diff_one(int a, int b, const char *label)
 		else
 			posix_spawn_file_actions_addopen(&fa, 3 + i, "/dev/null", O_RDONLY, 0);
 	}
+	int out[2] = { -1, -1 };
+	if (pipe2(out, O_CLOEXEC) == 0)
+		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	pid_t pid;
 	fflush(stdout);
-	if (posix_spawnp(&pid, "diff", &fa, NULL, argv, environ) != 0) {
+	if (out[0] < 0 || posix_spawnp(&pid, "diff", &fa, NULL, argv, environ) != 0) {
 		printf("--- a/%s\n+++ b/%s\n(diff is not installed: apt-get install diffutils)\n", label, label);
 	} else {
+		close(out[1]);
+		out[1] = -1;
+		relay_escaped(out[0]);
+		fflush(stdout);
 		int st;
 		waitpid(pid, &st, 0);
 	}
+	for (int i = 0; i < 2; i++)
+		if (out[i] >= 0)
+			close(out[i]);
 	posix_spawn_file_actions_destroy(&fa);
 	for (int i = 0; i < 2; i++)
 		if (hi[i] >= 0)
