@@ -210,8 +210,9 @@ static int list(void)
 	for (size_t i = 0; i < n; i++) {
 		char *ws = NULL, *up = NULL;
 		if (nsbox_session_paths(names[i], &ws, &up, NULL) == 0) {
-			char *w = nsbox_escape(ws);
-			printf("%-20s %s\n", names[i], w ? w : "?");
+			char *nm = nsbox_escape(names[i]), *w = nsbox_escape(ws);
+			printf("%-20s %s\n", nm ? nm : "?", w ? w : "?");
+			free(nm);
 			free(w);
 		}
 		free(ws);
