@@ -215,16 +215,37 @@ int nsbox_session_list(char ***names, size_t *count, nsbox_error **err);
 int nsbox_session_changes(const char *name, const nsbox_config *cfg, nsbox_changes **out,
                           nsbox_error **err);
 size_t nsbox_changes_count(const nsbox_changes *c);
-/* kind: "added", "modified", "deleted", "type_changed"; detail: "file",
- * "directory", "symlink", "content", "mode", ... */
+/* kind: "added", "modified", "deleted", "type_changed", "error" (the scan
+ * stopped below path, e.g. detail "too deep"); detail: "file", "directory",
+ * "symlink", "fifo", "socket", "device", "content", "mode", ...
+ * Paths are raw bytes from the sandbox: escape them (nsbox_escape) before
+ * showing them to a person. */
 int nsbox_changes_get(const nsbox_changes *c, size_t i, const char **path, const char **kind,
                       const char **detail, bool *denied);
+/* The entry's type and permission bits (st_mode; 0 when deleted) and, for a
+ * symlink, its target as written in the sandbox (else NULL). */
+int nsbox_changes_get_mode(const nsbox_changes *c, size_t i, unsigned *mode, const char **target);
+/* All of them as a JSON array (malloc'ed text, newline-terminated). */
+int nsbox_changes_json(const nsbox_changes *c, char **out);
 void nsbox_changes_free(nsbox_changes *c);
+/* `s` for a person to read (malloc'ed): control characters, bidirectional
+ * overrides, backslashes and bytes that are not UTF-8 as \xNN. */
+char *nsbox_escape(const char *s);
+/* Regular-file fds of `path` (relative) on the host and in the session,
+ * opened beneath each side without following any symlink; -1 for a side
+ * that has no regular file there. The caller closes them. */
+int nsbox_session_open_pair(const char *name, const char *path, int *host_fd, int *session_fd,
+                            nsbox_error **err);
 /* The host workspace and the upper layer holding the new versions. */
 int nsbox_session_paths(const char *name, char **workspace, char **upper, nsbox_error **err);
 /* Write the changes (all, or those at or below `paths`) into the host
- * workspace. Refuses, unless `force`, denied changes and files that changed
- * on the host since the session started. */
+ * workspace, all or nothing: everything is checked, then every file staged,
+ * then renamed into place. Modes are at most 0777 (never setuid/setgid).
+ * Refuses, unless `force`, denied changes, files that changed on the host
+ * since the session started, world-writable modes, symlinks that are
+ * absolute or climb out of the workspace, and fifos, sockets and devices
+ * (with `force` those are left out); always refuses a path reached through
+ * a symlink on the host and a tree the scan could not read to the end. */
 int nsbox_session_apply(const char *name, const nsbox_config *cfg, const char *const *paths,
                         size_t n_paths, bool force, nsbox_error **err);
 int nsbox_session_discard(const char *name, nsbox_error **err);

@@ -322,6 +322,9 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	/* The filter goes last: capabilities are gone and no_new_privs is set,
 	 * and nothing but execve (and reporting its failure) follows. */
 	int listener = -1;
+	r = ws_nosuid_install(&p->ws);
+	if (r < 0)
+		fail(a, STEP_SECCOMP, -1, r);
 	r = sc_install(&p->seccomp, &listener);
 	if (r < 0)
 		fail(a, STEP_SECCOMP, -1, r);

@@ -78,8 +78,15 @@ int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	cgroup_probe(cfg->cgroup_parent, &p->cg_host);
 	if (cfg->nofile)
 		add_rlimit(p, RLIMIT_NOFILE, cfg->nofile);
-	if (cfg->fsize)
-		add_rlimit(p, RLIMIT_FSIZE, cfg->fsize);
+	/* A workspace overlay: no one file may pass workspace.max_size, a hard
+	 * bound on the fastest fill (one big write or fallocate); the total is
+	 * watched by the supervisor. */
+	uint64_t fsize = cfg->fsize;
+	if (cfg->workspace && cfg->workspace_mode == WS_OVERLAY && cfg->workspace_max_size &&
+	    (!fsize || cfg->workspace_max_size < fsize))
+		fsize = cfg->workspace_max_size;
+	if (fsize)
+		add_rlimit(p, RLIMIT_FSIZE, fsize);
 	if (p->cg_host.driver == CG_V2) {
 		p->enforced_by = "cgroup-v2";
 		return 0;

@@ -109,6 +109,10 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->changes = TAKE_PTR(sb->changes);
 	r->n_changes = sb->n_changes;
 	sb->n_changes = 0;
+	r->changes_err = sb->changes_err;
+	r->upper_bytes = sb->upper_bytes;
+	r->max_bytes = sb->plan->ws.max_bytes;
+	r->ws_limit_hit = sb->ws_limit_hit;
 	r->session = sb->plan->ws.session ? strdup(sb->plan->ws.session) : NULL;
 	r->proxy = sb->plan->proxy;
 	r->net_allowed = TAKE_PTR(sb->net_allowed);
@@ -167,6 +171,12 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 		                 "supervise the sandbox: pid 1 exited with status %d before reporting",
 		                 sb->init_status);
 	}
+	/* Killed by the supervisor for the workspace's size (or found over it
+	 * at the end): say so where a reader looks for why. */
+	if (sb->ws_limit_hit && !r->error)
+		(void) nsbox_err(&r->error, EFBIG, "workspace",
+		                 "the workspace's changes (%llu bytes) passed workspace.max_size (%llu bytes)",
+		                 (unsigned long long) sb->upper_bytes, (unsigned long long) sb->plan->ws.max_bytes);
 	*out = r;
 	return 0;
 }

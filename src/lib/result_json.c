@@ -183,13 +183,19 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 		const ws_change *c = &r->changes[i];
 		buf_puts(&b, i ? ",{\"path\":" : "{\"path\":");
 		json_cstr(&b, c->path);
-		buf_printf(&b, ",\"kind\":\"%s\",\"detail\":\"%s\",\"denied\":%s}", c->kind, c->detail,
-		           c->denied ? "true" : "false");
+		ws_change_json(&b, c);
+		buf_puts(&b, "}");
 	}
 	buf_puts(&b, "]");
 	if (r->have_workspace) {
 		buf_puts(&b, ",\"session\":");
 		json_cstr(&b, r->session);
+		buf_printf(&b, ",\"workspace\":{\"upper_bytes\":%llu,\"max_bytes\":%llu", (unsigned long long) r->upper_bytes,
+		           (unsigned long long) r->max_bytes);
+		bool_field(&b, "limit_hit", r->ws_limit_hit);
+		buf_puts(&b, ",\"scan_error\":");
+		json_cstr(&b, r->changes_err < 0 ? strerror(-r->changes_err) : NULL);
+		buf_puts(&b, "}");
 	}
 	if (r->seccomp_log) {
 		buf_puts(&b, ",\"denied\":[");

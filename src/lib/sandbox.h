@@ -56,6 +56,8 @@ struct nsbox_sandbox {
 	ws_change *changes;   /* read after the run (workspace overlay) */
 	size_t n_changes;
 	int changes_err;      /* -errno if they could not be read */
+	uint64_t upper_bytes; /* the workspace's upper layer, on disk */
+	bool ws_limit_hit;    /* it passed workspace.max_size: killed */
 	netuser net;          /* --network user: the helper */
 	proxy *proxy;         /* --allow-host, once the child passed its socket */
 	proxy_dest *net_allowed, *net_denied;   /* what it let through and refused */
@@ -96,6 +98,9 @@ struct nsbox_result {
 	bool have_workspace;
 	ws_change *changes;   /* owned */
 	size_t n_changes;
+	int changes_err;
+	uint64_t upper_bytes, max_bytes;
+	bool ws_limit_hit;
 	char *session;
 	denied_call *denied;  /* owned */
 	size_t n_denied;

@@ -25,7 +25,7 @@
 
 #define GRACE_MS 5000
 
-enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS, EV_NOTIFY, EV_PROXY };
+enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS, EV_NOTIFY, EV_PROXY, EV_WORKSPACE };
 
 static int arm_timer(int *fd, uint64_t ms, bool repeat)
 {
@@ -152,7 +152,7 @@ static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
 
 static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 {
-	_cleanup_close_ int timeout_fd = -1, grace_fd = -1, stats_fd = -1;
+	_cleanup_close_ int timeout_fd = -1, grace_fd = -1, stats_fd = -1, ws_fd = -1;
 	if (sb->plan->timeout_ms) {
 		int r = arm_timer(&timeout_fd, sb->plan->timeout_ms, false);
 		if (r < 0 || (r = watch(ep, timeout_fd, EV_TIMEOUT)) < 0)
@@ -162,6 +162,14 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 		int r = arm_timer(&stats_fd, sb->stats_interval_ms, true);
 		if (r < 0 || (r = watch(ep, stats_fd, EV_STATS)) < 0)
 			return nsbox_err(err, -r, "supervise", "arm the stats timer");
+	}
+	/* workspace.max_size: a poll every 100 ms (the bound on any one file
+	 * is the hard RLIMIT_FSIZE; many files written faster than the poll
+	 * overshoot by what was written in between, and the run is killed). */
+	if (ws_watch_start(&sb->plan->ws) > 0) {
+		int r = arm_timer(&ws_fd, 100, true);
+		if (r < 0 || (r = watch(ep, ws_fd, EV_WORKSPACE)) < 0)
+			return nsbox_err(err, -r, "supervise", "arm the workspace size timer");
 	}
 	if (sb->signal_fd >= 0 && watch(ep, sb->signal_fd, EV_SIGNAL) < 0)
 		return nsbox_err(err, errno, "supervise", "watch the signal fd");
@@ -217,6 +225,13 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 				if (!sb->reaped)
 					stats_write(sb);
 				break;
+			case EV_WORKSPACE:
+				(void) read(ws_fd, &tick, sizeof(tick));
+				if (!sb->ws_limit_hit && ws_over_bound(&sb->plan->ws)) {
+					sb->ws_limit_hit = true;
+					(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
+				}
+				break;
 			}
 		}
 	}
@@ -266,7 +281,9 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	 * writes to it; then an ephemeral upper layer goes. */
 	ws_plan *w = &sb->plan->ws;
 	if (w->active && w->mode == WS_OVERLAY)
-		sb->changes_err = ws_scan(w->upper, w->lower, &w->deny, &sb->changes, &sb->n_changes);
+		sb->changes_err = ws_scan(w->upper, w->lower, &w->deny, &sb->changes, &sb->n_changes, &sb->upper_bytes);
+	if (w->active && w->mode == WS_OVERLAY && w->max_bytes && sb->upper_bytes > w->max_bytes)
+		sb->ws_limit_hit = true;   /* written faster than the poll */
 	ws_finish(w);
 	return result_from_sandbox(sb, out, err);
 }

@@ -4,7 +4,7 @@
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -44,19 +44,11 @@ char *ws_state_dir(void)
 	return s;
 }
 
-static int open_up(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void) f;
-	if (type == FTW_D || type == FTW_DNR)
-		(void) chmod(path, (st->st_mode & 07777) | S_IRWXU);
-	return 0;
-}
-
 int ws_session_lock(const char *dir)
 {
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%.4000s/lock", dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -67,14 +59,126 @@ int ws_session_lock(const char *dir)
 	return fd;
 }
 
+/* The first entry of directory `dir` other than "." and "..": its name in
+ * `name` (and whether it is a directory), 0 when empty, or -errno. */
+static int first_entry(int dir, char name[NAME_MAX + 1], bool *is_dir)
+{
+	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	struct dirent *e;
+	int r = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = errno == ENOENT ? 0 : -errno;
+			if (r == 0)
+				continue;
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			/* Files go as they are met. */
+			if (unlinkat(dir, e->d_name, 0) < 0 && errno != ENOENT) {
+				r = -errno;
+				break;
+			}
+			continue;
+		}
+		snprintf(name, NAME_MAX + 1, "%s", e->d_name);
+		*is_dir = true;
+		r = 1;
+		break;
+	}
+	closedir(d);
+	return r;
+}
+
+int ws_empty_dir(int fd)
+{
+	/* rm -rf without recursion, without a path longer than a name, and
+	 * with one directory fd at a time: a payload chooses the depth (the
+	 * upper layer may be thousands of levels deep). Going back up is
+	 * openat(".."), checked against the directory we came from. The
+	 * overlay leaves work/work with mode 000: directories are opened up
+	 * before they are entered. */
+	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (cur < 0)
+		return -errno;
+	typedef struct level { char name[NAME_MAX + 1]; dev_t dev; ino_t ino; } level;
+	level *stack = NULL;
+	size_t depth = 0, cap = 0;
+	int r = 0;
+	for (;;) {
+		char name[NAME_MAX + 1];
+		bool is_dir = false;
+		r = first_entry(cur, name, &is_dir);
+		if (r < 0)
+			break;
+		if (r == 0) {
+			if (depth == 0)
+				break;
+			struct stat up;
+			int parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			level *l = &stack[--depth];
+			if (parent < 0 || fstat(parent, &up) < 0 || up.st_dev != l->dev || up.st_ino != l->ino) {
+				r = parent < 0 ? -errno : -ESTALE;   /* moved meanwhile: stop */
+				if (parent >= 0)
+					close(parent);
+				break;
+			}
+			close(cur);
+			cur = parent;
+			if (unlinkat(cur, l->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+				r = -errno;
+				break;
+			}
+			continue;
+		}
+		struct stat here;
+		(void) fchmodat(cur, name, 0700, 0);
+		int sub = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 || fstat(cur, &here) < 0) {
+			r = -errno;
+			if (sub >= 0)
+				close(sub);
+			break;
+		}
+		if (depth == cap) {
+			level *v = realloc(stack, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+			if (!v) {
+				close(sub);
+				r = -ENOMEM;
+				break;
+			}
+			stack = v;
+		}
+		stack[depth] = (level){ .dev = here.st_dev, .ino = here.st_ino };
+		memcpy(stack[depth++].name, name, sizeof(name));
+		close(cur);
+		cur = sub;
+	}
+	close(cur);
+	free(stack);
+	return r;
+}
+
 int ws_remove_tree(const char *path)
 {
-	/* The overlay leaves work/work with mode 000. A walk cannot enter a
-	 * directory it could not read (it only opens it up), so a second walk
-	 * reaches what is inside. */
-	(void) nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
-	(void) nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
-	return remove_tree(path);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	int r = ws_empty_dir(fd);
+	close(fd);
+	if (r < 0)
+		return r;
+	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 /* Overlay options separate with ',' and layers with ':'; a path with
@@ -88,7 +192,7 @@ static int session_meta(ws_plan *w, nsbox_error **err)
 {
 	char path[PATH_MAX + 16], text[PATH_MAX + 128];
 	snprintf(path, sizeof(path), "%.4000s/meta", w->dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		/* An existing session: it must be of this workspace. */
 		ssize_t n = read(fd, text, sizeof(text) - 1);
@@ -108,7 +212,7 @@ static int session_meta(ws_plan *w, nsbox_error **err)
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\n", w->lower, (long long) now.tv_sec, now.tv_nsec);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0 || write(fd, text, (size_t) len) != len) {
 		int e = errno;
 		if (fd >= 0)
@@ -189,7 +293,7 @@ static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
 int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_uid, gid_t setup_gid,
                nsbox_error **err)
 {
-	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1 };
+	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
 	/* The sandbox's user as the host sees it (root's range starts at the
 	 * setup identity, inside uid 0). */
 	w->user_uid = setup_uid + cfg->uid;
@@ -201,6 +305,7 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	}
 	w->active = true;
 	w->mode = cfg->workspace_mode;
+	w->max_bytes = cfg->workspace_max_size;
 	if (strv_copy(&w->deny, &cfg->deny_changes) < 0)
 		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
 	/* The same checks as a volume: canonical, not forbidden, opened. */
@@ -211,6 +316,8 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	if (fstat(w->lower_fd, &st) < 0 || !S_ISDIR(st.st_mode))
 		return nsbox_err(err, ENOTDIR, "workspace", "use workspace '%s'", w->lower);
 	w->idmap = !rootless;
+	if (w->mode == WS_RW && (r = ws_nosuid_filter(w, err)) < 0)
+		return r;
 	if (w->mode != WS_OVERLAY) {
 		if (cfg->session)
 			return nsbox_err_invalid(err, "workspace", "--session needs --workspace-mode overlay (the default)");
@@ -347,6 +454,8 @@ void ws_finish(ws_plan *w)
 
 void ws_plan_free(ws_plan *w)
 {
+	if (w->upper_fd >= 0)
+		close(w->upper_fd);
 	if (w->lower_fd >= 0)
 		close(w->lower_fd);
 	if (w->lock_fd >= 0)
@@ -357,6 +466,115 @@ void ws_plan_free(ws_plan *w)
 	free(w->work);
 	free(w->opts);
 	free(w->session);
+	free(w->nosuid);
 	strv_clear(&w->deny);
-	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1 };
+	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
+}
+
+uint64_t ws_du(int top)
+{
+	/* Every block of the tree, at any depth, one directory fd at a time:
+	 * going down remembers where the parent's listing was (telldir), going
+	 * up reopens ".." (checked) and seeks back. */
+	typedef struct level { long pos; dev_t dev; ino_t ino; } level;
+	level *stack = NULL;
+	size_t depth = 0, cap = 0;
+	uint64_t total = 0;
+	/* A new open file description: a dup would share (and move) the
+	 * caller's directory offset. */
+	int fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	for (;;) {
+		struct dirent *e = readdir(d);
+		if (!e) {
+			if (depth == 0)
+				break;
+			level *l = &stack[--depth];
+			struct stat up;
+			int pfd = openat(dirfd(d), "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			closedir(d);
+			d = NULL;
+			if (pfd < 0 || fstat(pfd, &up) < 0 || up.st_dev != l->dev || up.st_ino != l->ino ||
+			    !(d = fdopendir(pfd))) {
+				if (pfd >= 0 && !d)
+					close(pfd);
+				break;   /* moved meanwhile: what was counted */
+			}
+			seekdir(d, l->pos);
+			continue;
+		}
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		total += (uint64_t) st.st_blocks * 512;
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		struct stat here;
+		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
+		if (!sd || fstat(dirfd(d), &here) < 0) {
+			if (sd)
+				closedir(sd);
+			else if (sub >= 0)
+				close(sub);
+			continue;
+		}
+		if (depth == cap) {
+			level *v = realloc(stack, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+			if (!v) {
+				closedir(sd);
+				break;
+			}
+			stack = v;
+		}
+		stack[depth++] = (level){ .pos = telldir(d), .dev = here.st_dev, .ino = here.st_ino };
+		closedir(d);
+		d = sd;
+	}
+	if (d)
+		closedir(d);
+	free(stack);
+	return total;
+}
+
+/* The upper layer's size when statfs says the filesystem lost more than
+ * the bound since the last look; a full count only then. */
+static uint64_t fs_avail(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) == 0 ? (uint64_t) sf.f_bavail * (uint64_t) sf.f_bsize : 0;
+}
+
+int ws_watch_start(ws_plan *w)
+{
+	if (!w->active || w->mode != WS_OVERLAY || !w->max_bytes)
+		return 0;
+	w->upper_fd = open(w->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (w->upper_fd < 0)
+		return -errno;
+	w->base_bytes = ws_du(w->upper_fd);
+	w->avail0 = fs_avail(w->upper_fd);
+	return 1;
+}
+
+bool ws_over_bound(ws_plan *w)
+{
+	if (w->upper_fd < 0)
+		return false;
+	uint64_t avail = fs_avail(w->upper_fd);
+	uint64_t used = w->avail0 > avail ? w->avail0 - avail : 0;
+	if (w->base_bytes + used <= w->max_bytes)
+		return false;
+	/* Someone used the space: the sandbox, or another program on the
+	 * host. Count, and start again from here. */
+	w->base_bytes = ws_du(w->upper_fd);
+	w->avail0 = avail;
+	return w->base_bytes > w->max_bytes;
 }

@@ -6,8 +6,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
+#include <linux/filter.h>
 
 #include "nsbox.h"
 #include "strv.h"
@@ -26,14 +28,33 @@ typedef struct ws_plan {
 	uid_t user_uid;       /* root: the sandbox's user as the host sees it */
 	gid_t user_gid;
 	strv deny;            /* workspace.deny_changes */
+	uint64_t max_bytes;   /* workspace.max_size: the upper layer's bound */
+	int upper_fd;         /* supervisor: the upper layer, watched */
+	uint64_t base_bytes, avail0;
+	struct sock_filter *nosuid;   /* rw: the seccomp layer against set-id modes */
+	unsigned short nosuid_len;
 } ws_plan;
 
 typedef struct ws_change {
 	char *path;           /* relative to the workspace */
-	const char *kind;     /* "added", "modified", "deleted", "type_changed" */
-	const char *detail;   /* "file", "directory", "symlink", "content", "mode", ... */
-	bool denied;          /* matches workspace.deny_changes */
+	const char *kind;     /* "added", "modified", "deleted", "type_changed",
+	                       * "error" (the scan could not go on below path) */
+	const char *detail;   /* "file", "directory", "symlink", "fifo", "socket",
+	                       * "device", "content", "mode", "too deep" */
+	mode_t mode;          /* type and permission bits in the session (0: deleted) */
+	char *target;         /* a symlink's target as the payload wrote it */
+	bool denied;          /* workspace.deny_changes matches it or, for a
+	                       * replaced or removed directory, something below */
 } ws_change;
+
+/* How deep the scan goes in the upper layer (a payload chooses the depth). */
+#define WS_MAX_DEPTH 128
+
+/* rw mode (ws_nosuid.c): compile, in the parent, the seccomp layer that
+ * keeps setuid/setgid modes off the host; install it in the child (after
+ * no_new_privs, before the profile's filter). */
+int ws_nosuid_filter(ws_plan *w, nsbox_error **err);
+int ws_nosuid_install(const ws_plan *w);
 
 /* The state directory: /var/lib/nsbox/state (root), else
  * $XDG_STATE_HOME/nsbox or ~/.local/state/nsbox. */
@@ -52,17 +73,34 @@ int ws_prepare(ws_plan *w, const struct nsbox_config *cfg, bool rootless, uid_t 
 int ws_idmapped_lower(const ws_plan *w, uid_t to_uid, gid_t to_gid, nsbox_error **err);
 /* After the run: list the changes (overlay only), then drop an ephemeral
  * upper layer and release the session. */
-int ws_scan(const char *upper, const char *lower, const strv *deny, ws_change **out, size_t *n);
+int ws_scan(const char *upper, const char *lower, const strv *deny, ws_change **out, size_t *n,
+            uint64_t *upper_bytes);
 void ws_changes_free(ws_change *v, size_t n);
+/* A name for a person to read: control characters, bidirectional
+ * overrides, '\\' and bytes that are not UTF-8 as \xNN (malloc'ed). */
+char *ws_escape(const char *s);
+struct buf;
+/* The fields after "path" of a change's JSON object (through json.c). */
+void ws_change_json(struct buf *b, const ws_change *c);
 void ws_finish(ws_plan *w);
 void ws_plan_free(ws_plan *w);
 
 /* Does `path` match the glob (with "**" for any number of directories)? */
 bool ws_glob_match(const char *glob, const char *path);
-/* rm -rf for trees the overlay made (its work directory has mode 000). */
+/* rm -rf for trees the overlay made (its work directory has mode 000), at
+ * any depth, never following a symlink; ws_empty_dir empties the directory
+ * `fd` the same way. */
 int ws_remove_tree(const char *path);
+int ws_empty_dir(int fd);
 /* Take the lock of the session in `dir` (no waiting): its fd, -EBUSY when
  * another run or command holds it, or another -errno. */
 int ws_session_lock(const char *dir);
+/* Bytes on disk of the tree under the directory fd `top` (any depth). */
+uint64_t ws_du(int top);
+/* Supervisor: start watching the upper layer's size (1: watching, 0: no
+ * bound, -errno), and is it over workspace.max_size now? A poll: cheap
+ * (statfs) until the filesystem lost more than the bound, then counted. */
+int ws_watch_start(ws_plan *w);
+bool ws_over_bound(ws_plan *w);
 
 #endif

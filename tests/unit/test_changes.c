@@ -1,0 +1,130 @@
+/* The changes scan on a fabricated overlay upper layer (no overlay needed:
+ * whiteouts are not made here), the deny rules, and escaping. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "strv.h"
+#include "unit.h"
+#include "workspace.h"
+
+static char base[64], upper[96], lower[96];
+
+/* Run `script` in directory `dir`. */
+static void sh(const char *dir, const char *script)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "cd '%s' && %s", dir, script);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void setup(void)
+{
+	snprintf(base, sizeof(base), "/tmp/nsbox-unit-changes.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	snprintf(upper, sizeof(upper), "%s/upper", base);
+	snprintf(lower, sizeof(lower), "%s/lower", base);
+	sh(base, "mkdir -p upper lower");
+}
+
+static void teardown(void)
+{
+	ck_assert_int_eq(ws_remove_tree(base), 0);
+}
+
+static const ws_change *find(const ws_change *v, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].path, path))
+			return &v[i];
+	return NULL;
+}
+
+START_TEST(test_modes_targets_denied)
+{
+	sh(lower, "mkdir -p .git conf/secret && echo x >.git/config && echo s >conf/secret/key && echo a >keep");
+	sh(upper, "ln -s /etc .git && ln -s ../etc esc && touch su && chmod 4755 su && touch ww && chmod 666 ww");
+	sh(upper, "printf 'gitdir: /x' >conf");
+	strv deny = { 0 };
+	ck_assert_int_eq(strv_push(&deny, "**/.git/**"), 0);
+	ck_assert_int_eq(strv_push(&deny, "conf/secret/**"), 0);
+	ws_change *v = NULL;
+	size_t n = 0;
+	uint64_t bytes = 0;
+	ck_assert_int_eq(ws_scan(upper, lower, &deny, &v, &n, &bytes), 0);
+	const ws_change *c = find(v, n, ".git");
+	ck_assert_ptr_nonnull(c);
+	ck_assert_str_eq(c->kind, "type_changed");
+	ck_assert_str_eq(c->target, "/etc");
+	ck_assert(c->denied);                            /* .git/config below it is denied */
+	ck_assert((c = find(v, n, "conf")) && c->denied); /* a file over conf/secret/key */
+	ck_assert((c = find(v, n, "esc")) && !c->denied && !strcmp(c->target, "../etc"));
+	ck_assert((c = find(v, n, "su")) && (c->mode & 07777) == 04755);
+	ck_assert((c = find(v, n, "ww")) && (c->mode & 07777) == 0666);
+	ws_changes_free(v, n);
+	strv_clear(&deny);
+}
+END_TEST
+
+START_TEST(test_deep_tree)
+{
+	/* Deeper than the scan goes and than PATH_MAX: an error entry, no
+	 * crash, and removal works. */
+	int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 3000; i++) {
+		ck_assert_int_eq(mkdirat(fd, "dddd", 0755), 0);
+		int sub = openat(fd, "dddd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_ge(sub, 0);
+		close(fd);
+		fd = sub;
+	}
+	close(fd);
+	ws_change *v = NULL;
+	size_t n = 0;
+	ck_assert_int_eq(ws_scan(upper, lower, NULL, &v, &n, NULL), 0);
+	size_t errors = 0;
+	for (size_t i = 0; i < n; i++)
+		errors += !strcmp(v[i].kind, "error") && !strcmp(v[i].detail, "too deep");
+	ck_assert_uint_eq(errors, 1);
+	ck_assert_uint_eq(n, WS_MAX_DEPTH + 1);   /* each level, and the error */
+	ws_changes_free(v, n);
+	int top = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_uint_gt(ws_du(top), 3000 * 512);
+	close(top);
+}
+END_TEST
+
+START_TEST(test_escape)
+{
+	char *e = ws_escape("a\033]0;x\007\\b\xff\xc2\x9b" "c\xe2\x80\xae" "d\xc3\xa9");
+	ck_assert_str_eq(e, "a\\x1b]0;x\\x07\\\\b\\xff\\xc2\\x9bc\\xe2\\x80\\xaed\xc3\xa9");
+	free(e);
+}
+END_TEST
+
+START_TEST(test_glob)
+{
+	ck_assert(ws_glob_match("**/.git", ".git"));
+	ck_assert(ws_glob_match("**/.git", "sub/.git"));
+	ck_assert(ws_glob_match("**/.git/**", ".git/config"));
+	ck_assert(!ws_glob_match("**/.git/**", ".gitignore"));
+	ck_assert(!ws_glob_match("**/.git", ".github"));
+}
+END_TEST
+
+int main(void)
+{
+	TCase *tc = tcase_create("changes");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_modes_targets_denied);
+	tcase_add_test(tc, test_deep_tree);
+	tcase_add_test(tc, test_escape);
+	tcase_add_test(tc, test_glob);
+	return unit_run("changes", tc);
+}
