@@ -89,9 +89,14 @@ static int parse_authority(const char *s, size_t n, unsigned default_port, proxy
 static bool hop_header(const char *line, size_t n)
 {
 	/* Hop-by-hop: this connection's, not the origin's. Upgrade goes too:
-	 * the relay ends with the request, so no protocol switch can follow. */
+	 * the relay ends with the request, so no protocol switch can follow.
+	 * And the fields by which proxies tell an origin which host a request
+	 * was for: some origins and frameworks route by them, so they would
+	 * name another tenant past the Host check. */
 	static const char *const hop[] = { "connection:", "keep-alive:", "proxy-connection:", "proxy-authorization:",
-	                                   "proxy-authenticate:", "upgrade:", "te:", "trailer:" };
+	                                   "proxy-authenticate:", "upgrade:", "te:", "trailer:",
+	                                   "forwarded:", "x-forwarded-host:", "x-forwarded-server:", "x-host:",
+	                                   "x-original-host:" };
 	for (size_t i = 0; i < sizeof(hop) / sizeof(*hop); i++) {
 		size_t l = strlen(hop[i]);
 		if (n >= l && !strncasecmp(line, hop[i], l))

@@ -227,7 +227,8 @@ START_TEST(test_framing)
 	/* Hop-by-hop fields stay with the proxy: no upgrade to another
 	 * protocol past the one request. */
 	ck_assert_int_eq(parse("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-	                       "TE: trailers\r\n\r\n", &r, &why), 0);
+	                       "TE: trailers\r\nX-Forwarded-Host: b.test\r\nForwarded: host=b.test\r\n"
+	                       "X-Host: b.test\r\nX-Original-Host: b.test\r\nX-Forwarded-Server: b.test\r\n\r\n", &r, &why), 0);
 	ck_assert_str_eq(r.head, "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
 	proxy_req_clear(&r);
 }
