@@ -391,7 +391,12 @@ static bool flow(int from, int to, pbuf *b)
 		if (n > 0 && b->bounded) {
 			size_t keep = (uint64_t) n < b->left ? (size_t) n : (size_t) b->left;
 			b->left -= keep;
-			b->len += keep;   /* and the rest is dropped */
+			b->len += keep;
+			/* Past the request: dropped, and taken as the end of what
+			 * this client says here, so the origin finishes and closes
+			 * and the client opens a new connection for its next. */
+			if (keep < (size_t) n)
+				b->eof = true;
 		} else if (n > 0)
 			b->len += (size_t) n;
 		else if (n == 0)

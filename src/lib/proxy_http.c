@@ -229,7 +229,7 @@ int proxy_parse(const char *head, size_t len, proxy_req *r, const char **why)
 	    strncmp(sp2 + 1, "HTTP/1.", 7) || (sp2[8] != '0' && sp2[8] != '1'))
 		return *why = "bad request line", -EINVAL;
 	for (const char *c = head; c < eol; c++)
-		if ((unsigned char) *c <= 0x20 && *c != ' ')
+		if (((unsigned char) *c <= 0x20 && *c != ' ') || *c == 0x7f)
 			return *why = "bad request line", -EINVAL;
 	for (const char *c = head; c < sp1; c++)
 		if (!tchar((unsigned char) *c))

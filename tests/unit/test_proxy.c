@@ -180,6 +180,7 @@ START_TEST(test_host_header)
 		{ "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nHost : b.test\r\n\r\n", -EINVAL },   /* blank before ':' */
 		{ "GET http://a.test/ HTTP/1.1\r\nHost: a.test\rX: b.test\r\n\r\n", -EINVAL },         /* bare CR */
 		{ "GET http://a.test/ HTTP/1.1\r\nHost: a.test\nHost: b.test\r\n\r\n", -EINVAL },       /* bare LF */
+		{ "GET http://a.test/\x7f HTTP/1.1\r\nHost: a.test\r\n\r\n", -EINVAL },
 		{ "GET http://a.test/ HTTP/1.1\r\nHost: a.test\x7f\r\n\r\n", -EINVAL },
 		{ "G(T http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", -EINVAL },
 	};
