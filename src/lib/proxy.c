@@ -325,6 +325,7 @@ static void on_connected(conn *c)
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		queue(&c->down, ok, sizeof(ok) - 1);
 		queue(&c->up, c->head + head, extra);   /* the tunnel's first bytes, held */
+		count(&c->px->allowed, &c->req, NULL);    /* connected (denied too if sniff() says so) */
 		c->st = C_SNIFF;
 		return;
 	}
@@ -489,7 +490,6 @@ static void sniff(conn *c)
 		conn_close(c);   /* the tunnel was answered: nothing to say but closing it */
 		return;
 	}
-	count(&c->px->allowed, &c->req, NULL);
 	c->st = C_RELAY;
 	relay(c);
 }
