@@ -332,10 +332,12 @@ static void on_connected(conn *c)
 	/* The request and its body, and nothing after it: a second request
 	 * on this connection would reach the origin unchecked. */
 	queue(&c->up, c->req.head, c->req.head_len);
-	if (extra > c->req.body_len)
-		extra = (size_t) c->req.body_len;
-	queue(&c->up, c->head + head, extra);
 	c->up.bounded = true;
+	if (extra > c->req.body_len) {
+		extra = (size_t) c->req.body_len;
+		c->up.eof = true;   /* pipelined: see flow() */
+	}
+	queue(&c->up, c->head + head, extra);
 	c->up.left = c->req.body_len - extra;
 	count(&c->px->allowed, &c->req, NULL);
 	c->st = C_RELAY;
