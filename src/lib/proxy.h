@@ -4,8 +4,10 @@
  * so the sandbox reaches it without any route to the outside. It serves
  * HTTP CONNECT and plain HTTP to allowed names only, resolving them itself.
  *
- * proxy_http.c holds the pure part (request parsing, allowlist matching),
- * proxy.c the connections. */
+ * The pure parts: proxy_http.c (request heads, the allowlist), proxy_addr.c
+ * (which resolved addresses may be reached), proxy_tls.c (a tunnel's TLS
+ * server name), proxy_log.c (the record's bounded lists); proxy.c holds
+ * the connections. */
 #ifndef NSBOX_PROXY_H
 #define NSBOX_PROXY_H
 
@@ -40,8 +42,9 @@ int proxy_parse(const char *head, size_t len, proxy_req *r, const char **why);
 void proxy_req_clear(proxy_req *r);
 
 /* Whether host:port is allowed: an entry is a name (exact, or "*.suffix"
- * for names below suffix) with an optional ":port"; without a port it
- * allows 80 and 443. An IP literal must be listed as such. */
+ * for names below suffix), an IPv4 address or a bracketed IPv6 one, with
+ * an optional ":port"; without a port it allows 80 and 443. An IP literal
+ * must be listed as such (an IPv6 one in any spelling). */
 bool proxy_allowed(const strv *allow, const char *host, unsigned port);
 
 /* An allowlist entry: host (brackets stripped from an IPv6 address) and
