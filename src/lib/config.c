@@ -1,3 +1,4 @@
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include "conf.h"
 #include "error.h"
 #include "images.h"
+#include "proxy.h"
 #include "units.h"
 
 const char *nsbox_version(void) { return PACKAGE_VERSION; }
@@ -240,16 +242,24 @@ static int check_target(const char *t, const char *origin, nsbox_error **err)
 	return 0;
 }
 
+/* HOST[:PORT], *.SUFFIX[:PORT], or [IPV6][:PORT] (the proxy's syntax,
+ * proxy_entry_split). */
 static bool valid_allow_host(const char *s)
 {
-	const char *colon = strrchr(s, ':');
-	size_t n = colon ? (size_t) (colon - s) : strlen(s);
-	if (colon) {
-		uint64_t port;
-		if (parse_uint(colon + 1, 1, 65535, &port) < 0)
+	const char *h;
+	size_t n;
+	unsigned port;
+	if (!proxy_entry_split(s, &h, &n, &port))
+		return false;
+	if (s[0] == '[') {
+		char lit[INET6_ADDRSTRLEN];
+		struct in6_addr a;
+		if (n >= sizeof(lit))
 			return false;
+		memcpy(lit, h, n);
+		lit[n] = '\0';
+		return inet_pton(AF_INET6, lit, &a) == 1;
 	}
-	const char *h = s;
 	if (n > 2 && h[0] == '*' && h[1] == '.') {
 		h += 2;
 		n -= 2;
@@ -406,7 +416,7 @@ static const struct key_def {
 	{ "limits.require_cgroup", K_REQUIRE_CGROUP, false, "true or false" },
 	{ "limits.cgroup_parent", K_CGROUP_PARENT, false, "an absolute cgroup v2 directory" },
 	{ "network.mode", K_NET_MODE, false, "one of none, user, host" },
-	{ "network.allow", K_NET_ALLOW, true, "HOST[:PORT] or *.SUFFIX[:PORT]" },
+	{ "network.allow", K_NET_ALLOW, true, "HOST[:PORT], *.SUFFIX[:PORT] or [IPV6][:PORT]" },
 	{ "network.allow_host_loopback", K_NET_LOOPBACK, false, "true or false" },
 	{ "network.helper", K_NET_HELPER, false, "one of auto, pasta, slirp4netns" },
 	{ "filesystem.read_only_root", K_RO_ROOT, false, "true or false" },

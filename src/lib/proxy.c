@@ -1,8 +1,12 @@
 /* The allowlist proxy's connections, served from the supervisor's event
  * loop: accept, read the request head, check the destination against the
- * allowlist, resolve it (in a thread: getaddrinfo blocks), connect, then
- * relay both ways until each side is done. Every destination asked for is
- * counted as allowed or denied for the result record. */
+ * allowlist, resolve it (in a thread: getaddrinfo blocks), check the
+ * addresses (proxy_addr.c), connect to one that passed, then relay both
+ * ways until each side is done. A plain HTTP connection carries the one
+ * request and its body to the origin, nothing after; a tunnel's first
+ * bytes are held until its TLS ClientHello, if it is one, names the
+ * tunnel's host. Every destination asked for is counted as allowed or
+ * denied (with why) for the result record. */
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -23,12 +27,14 @@
 #define SETUP_TIMEOUT_MS 30000   /* head, lookup and connect, each */
 #define LINGER_MS 2000           /* reading what a refused client still sends */
 
-enum cstate { C_HEAD, C_RESOLVE, C_CONNECT, C_RELAY, C_LINGER };
+enum cstate { C_HEAD, C_RESOLVE, C_CONNECT, C_SNIFF, C_RELAY, C_LINGER };
 
 typedef struct pbuf {
 	char *data;
 	size_t off, len;
 	bool eof, shut;
+	bool bounded;    /* only `left` more bytes go through; the rest is dropped */
+	uint64_t left;
 } pbuf;
 
 typedef struct lookup {
@@ -55,6 +61,8 @@ struct conn {
 	proxy_req req;
 	lookup *lk;
 	struct addrinfo *ai, *next_ai;
+	bool tried;            /* an address passed the check and was tried */
+	char refused[160];     /* why an address was not, for the record */
 	pbuf up, down;   /* client -> server, server -> client */
 	watch w[3];
 	conn *prev, *next;
@@ -65,8 +73,7 @@ struct proxy {
 	strv allow;
 	conn *conns;
 	size_t n_conns;
-	proxy_dest *allowed, *denied;
-	size_t n_allowed, n_denied;
+	proxy_log allowed, denied;
 };
 
 static uint64_t now_ms(void)
@@ -76,25 +83,12 @@ static uint64_t now_ms(void)
 	return (uint64_t) t.tv_sec * 1000 + (uint64_t) t.tv_nsec / 1000000;
 }
 
-static void count(proxy_dest **v, size_t *n, const char *host, unsigned port)
+static void count(proxy_log *l, const proxy_req *r, const char *reason)
 {
 	char name[300];
-	snprintf(name, sizeof(name), "%s:%u", host, port);
-	for (size_t i = 0; i < *n; i++)
-		if (!strcmp((*v)[i].name, name)) {
-			(*v)[i].count++;
-			return;
-		}
-	proxy_dest *nv = realloc(*v, (*n + 1) * sizeof(**v));
-	char *d = strdup(name);
-	if (!nv || !d) {
-		free(d);
-		if (nv)
-			*v = nv;
-		return;
-	}
-	*v = nv;
-	nv[(*n)++] = (proxy_dest){ .name = d, .count = 1 };
+	bool v6 = strchr(r->host, ':') != NULL;
+	snprintf(name, sizeof(name), "%s%s%s:%u", v6 ? "[" : "", r->host, v6 ? "]" : "", r->port);
+	proxy_log_count(l, name, reason);
 }
 
 static void set_watch(conn *c, int which, int fd, uint32_t events)
@@ -229,12 +223,24 @@ static void start_lookup(conn *c)
 	set_watch(c, 2, lk->efd, EPOLLIN);
 }
 
-/* The next address to try, or a 502 once none is left. */
+/* The next address that passes the check, connected to as it is (no
+ * second lookup between the check and the connection); a 403 when the
+ * name had only refused ones, a 502 once none is left. */
 static void try_connect(conn *c)
 {
 	while (c->next_ai) {
 		struct addrinfo *a = c->next_ai;
 		c->next_ai = a->ai_next;
+		const char *what = proxy_addr_class(a->ai_addr);
+		if (what && !proxy_addr_listed(&c->px->allow, a->ai_addr, c->req.port)) {
+			if (!c->refused[0]) {
+				char addr[INET6_ADDRSTRLEN];
+				proxy_addr_str(a->ai_addr, addr, sizeof(addr));
+				snprintf(c->refused, sizeof(c->refused), "address %s is %s", addr, what);
+			}
+			continue;
+		}
+		c->tried = true;
 		int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			continue;
@@ -249,7 +255,14 @@ static void try_connect(conn *c)
 		}
 		close(fd);
 	}
-	char detail[400];
+	char detail[512];
+	if (!c->tried && c->refused[0]) {
+		count(&c->px->denied, &c->req, c->refused);
+		snprintf(detail, sizeof(detail), "%s:%u: %s (allow that address itself with --allow-host if it is meant)",
+		         c->req.host, c->req.port, c->refused);
+		refuse(c, 403, "Forbidden", detail);
+		return;
+	}
 	snprintf(detail, sizeof(detail), "cannot connect to %s:%u", c->req.host, c->req.port);
 	refuse(c, 502, "Bad Gateway", detail);
 }
@@ -307,14 +320,26 @@ static void on_connected(conn *c)
 		refuse(c, 502, "Bad Gateway", "out of memory");
 		return;
 	}
-	size_t head = proxy_head_len(c->head, c->hlen);
+	size_t head = proxy_head_len(c->head, c->hlen), extra = c->hlen - head;
 	if (c->req.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		queue(&c->down, ok, sizeof(ok) - 1);
-	} else {
-		queue(&c->up, c->req.head, c->req.head_len);
+		queue(&c->up, c->head + head, extra);   /* the tunnel's first bytes, held */
+		count(&c->px->allowed, &c->req, NULL);    /* connected (denied too if sniff() says so) */
+		c->st = C_SNIFF;
+		return;
 	}
-	queue(&c->up, c->head + head, c->hlen - head);   /* what the client sent after its head */
+	/* The request and its body, and nothing after it: a second request
+	 * on this connection would reach the origin unchecked. */
+	queue(&c->up, c->req.head, c->req.head_len);
+	c->up.bounded = true;
+	if (extra > c->req.body_len) {
+		extra = (size_t) c->req.body_len;
+		c->up.eof = true;   /* pipelined: see flow() */
+	}
+	queue(&c->up, c->head + head, extra);
+	c->up.left = c->req.body_len - extra;
+	count(&c->px->allowed, &c->req, NULL);
 	c->st = C_RELAY;
 }
 
@@ -339,19 +364,24 @@ static void on_head(conn *c)
 		}
 	}
 	const char *why = "bad request";
-	if (proxy_parse(c->head, proxy_head_len(c->head, c->hlen), &c->req, &why) < 0) {
+	int r = proxy_parse(c->head, proxy_head_len(c->head, c->hlen), &c->req, &why);
+	if (r == -EACCES) {
+		count(&c->px->denied, &c->req, why);
+		refuse(c, 403, "Forbidden", why);
+		return;
+	}
+	if (r < 0) {
 		refuse(c, 400, "Bad Request", why);
 		return;
 	}
 	if (!proxy_allowed(&c->px->allow, c->req.host, c->req.port)) {
-		count(&c->px->denied, &c->px->n_denied, c->req.host, c->req.port);
+		count(&c->px->denied, &c->req, "not allowed");
 		char detail[400];
 		snprintf(detail, sizeof(detail), "%s:%u is not allowed for this run (--allow-host)", c->req.host,
 		         c->req.port);
 		refuse(c, 403, "Forbidden", detail);
 		return;
 	}
-	count(&c->px->allowed, &c->px->n_allowed, c->req.host, c->req.port);
 	start_lookup(c);
 }
 
@@ -361,7 +391,16 @@ static bool flow(int from, int to, pbuf *b)
 {
 	if (!b->eof && b->len < RELAY_BUF) {
 		ssize_t n = recv(from, b->data + b->len, RELAY_BUF - b->len, 0);
-		if (n > 0)
+		if (n > 0 && b->bounded) {
+			size_t keep = (uint64_t) n < b->left ? (size_t) n : (size_t) b->left;
+			b->left -= keep;
+			b->len += keep;
+			/* Past the request: dropped, and taken as the end of what
+			 * this client says here, so the origin finishes and closes
+			 * and the client opens a new connection for its next. */
+			if (keep < (size_t) n)
+				b->eof = true;
+		} else if (n > 0)
 			b->len += (size_t) n;
 		else if (n == 0)
 			b->eof = true;
@@ -395,6 +434,66 @@ static void relay(conn *c)
 	}
 	set_watch(c, 0, c->cfd, (!c->up.eof && c->up.len < RELAY_BUF ? EPOLLIN : 0) | (c->down.len ? EPOLLOUT : 0));
 	set_watch(c, 1, c->sfd, (!c->down.eof && c->down.len < RELAY_BUF ? EPOLLIN : 0) | (c->up.len ? EPOLLOUT : 0));
+}
+
+/* A tunnel's first bytes are held here until they show what the tunnel
+ * carries: a TLS ClientHello must name the tunnel's own host, if it names
+ * any (else an allowed name of a shared server, a CDN's, would front for
+ * any other tenant of it); plain HTTP is refused, as its Host, and that
+ * of every request after it, would go unchecked; anything else passes
+ * (it reaches the allowed address, and only it). Meanwhile the server's
+ * side flows, for protocols where the server speaks first. */
+static void sniff(conn *c)
+{
+	if (!flow(c->sfd, c->cfd, &c->down)) {
+		conn_close(c);
+		return;
+	}
+	pbuf *b = &c->up;
+	if (!b->eof && b->len < RELAY_BUF) {
+		ssize_t n = recv(c->cfd, b->data + b->len, RELAY_BUF - b->len, 0);
+		if (n > 0)
+			b->len += (size_t) n;
+		else if (n == 0)
+			b->eof = true;
+		else if (errno != EAGAIN && errno != EINTR) {
+			conn_close(c);
+			return;
+		}
+	}
+	char sni[256], why[400];
+	const char *deny = NULL;
+	int r = b->len ? proxy_tls_sni((const uint8_t *) b->data, b->len, sni, sizeof(sni)) : (b->eof ? 0 : -EAGAIN);
+	if (r == -EPROTO) {
+		int h = proxy_sniff_http(b->data, b->len);
+		r = h == 1 ? -EPROTO : h == -EAGAIN && !b->eof ? -EAGAIN : 0;
+	}
+	if (r == -EAGAIN && !b->eof && b->len < RELAY_BUF) {
+		if (c->down.shut) {
+			conn_close(c);
+			return;
+		}
+		set_watch(c, 0, c->cfd, EPOLLIN | (c->down.len ? EPOLLOUT : 0));
+		set_watch(c, 1, c->sfd, !c->down.eof && c->down.len < RELAY_BUF ? EPOLLIN : 0);
+		return;
+	}
+	if (r == -EPROTO)
+		deny = "plain HTTP in a tunnel (ask the proxy for http:// URLs directly)";
+	else if (r == -EAGAIN || r == -EINVAL)
+		deny = "a malformed, incomplete or fragmented TLS ClientHello in the tunnel";
+	else if (r == -EPERM)
+		deny = "TLS Encrypted Client Hello in the tunnel (it hides the server name)";
+	else if (r == 1 && strcmp(sni, c->req.host)) {
+		snprintf(why, sizeof(why), "TLS server name '%s' in the tunnel is not its host", sni);
+		deny = why;
+	}
+	if (deny) {
+		count(&c->px->denied, &c->req, deny);
+		conn_close(c);   /* the tunnel was answered: nothing to say but closing it */
+		return;
+	}
+	c->st = C_RELAY;
+	relay(c);
 }
 
 static void on_linger(conn *c)
@@ -480,6 +579,11 @@ void proxy_dispatch(proxy *px)
 				on_connected(c);
 			if (c->st == C_RELAY)
 				relay(c);
+			else if (c->st == C_SNIFF)
+				sniff(c);
+			break;
+		case C_SNIFF:
+			sniff(c);
 			break;
 		case C_RELAY:
 			relay(c);
@@ -507,7 +611,7 @@ proxy *proxy_new(int listen_fd, const strv *allow)
 	if (px->ep < 0 || px->tfd < 0 || strv_copy(&px->allow, allow) < 0 ||
 	    timerfd_settime(px->tfd, 0, &its, NULL) < 0 || epoll_ctl(px->ep, EPOLL_CTL_ADD, listen_fd, &la) < 0 ||
 	    epoll_ctl(px->ep, EPOLL_CTL_ADD, px->tfd, &ta) < 0) {
-		proxy_finish(px, NULL, NULL, NULL, NULL);
+		proxy_finish(px, NULL, NULL);
 		return NULL;
 	}
 	return px;
@@ -518,14 +622,7 @@ int proxy_fd(const proxy *px)
 	return px->ep;
 }
 
-void proxy_dests_free(proxy_dest *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i].name);
-	free(v);
-}
-
-void proxy_finish(proxy *px, proxy_dest **allowed, size_t *n_allowed, proxy_dest **denied, size_t *n_denied)
+void proxy_finish(proxy *px, proxy_log *allowed, proxy_log *denied)
 {
 	while (px->conns)
 		conn_close(px->conns);
@@ -537,12 +634,10 @@ void proxy_finish(proxy *px, proxy_dest **allowed, size_t *n_allowed, proxy_dest
 	strv_clear(&px->allow);
 	if (allowed) {
 		*allowed = px->allowed;
-		*n_allowed = px->n_allowed;
 		*denied = px->denied;
-		*n_denied = px->n_denied;
 	} else {
-		proxy_dests_free(px->allowed, px->n_allowed);
-		proxy_dests_free(px->denied, px->n_denied);
+		proxy_log_free(&px->allowed);
+		proxy_log_free(&px->denied);
 	}
 	free(px);
 }

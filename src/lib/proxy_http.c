@@ -88,8 +88,15 @@ static int parse_authority(const char *s, size_t n, unsigned default_port, proxy
 
 static bool hop_header(const char *line, size_t n)
 {
-	static const char *const hop[] = { "connection:", "keep-alive:", "proxy-connection:",
-	                                   "proxy-authorization:", "proxy-authenticate:" };
+	/* Hop-by-hop: this connection's, not the origin's. Upgrade goes too:
+	 * the relay ends with the request, so no protocol switch can follow.
+	 * And the fields by which proxies tell an origin which host a request
+	 * was for: some origins and frameworks route by them, so they would
+	 * name another tenant past the Host check. */
+	static const char *const hop[] = { "connection:", "keep-alive:", "proxy-connection:", "proxy-authorization:",
+	                                   "proxy-authenticate:", "upgrade:", "te:", "trailer:",
+	                                   "forwarded:", "x-forwarded-host:", "x-forwarded-server:", "x-host:",
+	                                   "x-original-host:" };
 	for (size_t i = 0; i < sizeof(hop) / sizeof(*hop); i++) {
 		size_t l = strlen(hop[i]);
 		if (n >= l && !strncasecmp(line, hop[i], l))
@@ -98,9 +105,38 @@ static bool hop_header(const char *line, size_t n)
 	return false;
 }
 
+/* RFC 9110 token characters: what a field name is made of. */
+static bool tchar(unsigned char c)
+{
+	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+typedef struct head_fields {
+	unsigned n_host, n_length, n_te;
+	const char *host, *length;   /* values, without surrounding blanks */
+	size_t host_len, length_len;
+} head_fields;
+
+static bool field(const char *h, size_t n, const char *name, const char **v, size_t *vl)
+{
+	size_t l = strlen(name);
+	if (n <= l || h[l] != ':' || strncasecmp(h, name, l))
+		return false;
+	const char *s = h + l + 1, *e = h + n;
+	while (s < e && (*s == ' ' || *s == '\t'))
+		s++;
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*v = s;
+	*vl = (size_t) (e - s);
+	return true;
+}
+
 /* The headers (from `h` to the blank line): checked, and for plain HTTP
- * copied to the origin's head without the hop-by-hop ones. */
-static int headers(const char *h, const char *end, buf *out, bool *has_host, const char **why)
+ * copied to the origin's head without the hop-by-hop ones. The fields
+ * that decide where a request goes and where it ends are collected:
+ * an origin must not see a Host or a framing that the proxy did not. */
+static int headers(const char *h, const char *end, buf *out, head_fields *f, const char **why)
 {
 	while (h < end) {
 		const char *eol = memchr(h, '\r', (size_t) (end - h));
@@ -109,18 +145,76 @@ static int headers(const char *h, const char *end, buf *out, bool *has_host, con
 		size_t n = (size_t) (eol - h);
 		if (n == 0)
 			return 0;   /* the blank line */
-		if (h[0] == ' ' || h[0] == '\t' || !memchr(h, ':', n))
+		size_t name = 0;
+		while (name < n && tchar((unsigned char) h[name]))
+			name++;
+		/* No blank before the colon ("Host : x" is a Host to some servers
+		 * and not to others), no folding, no empty name. */
+		if (name == 0 || name == n || h[name] != ':')
 			return *why = "bad header line", -EINVAL;
 		for (size_t i = 0; i < n; i++)
-			if ((unsigned char) h[i] < 0x20 && h[i] != '\t')
+			if (((unsigned char) h[i] < 0x20 && h[i] != '\t') || h[i] == 0x7f)
 				return *why = "control character in a header", -EINVAL;
-		if (n >= 5 && !strncasecmp(h, "host:", 5))
-			*has_host = true;
+		const char *v;
+		size_t vl;
+		if (field(h, n, "host", &v, &vl)) {
+			f->n_host++;
+			f->host = v;
+			f->host_len = vl;
+		} else if (field(h, n, "content-length", &v, &vl)) {
+			f->n_length++;
+			f->length = v;
+			f->length_len = vl;
+		} else if (field(h, n, "transfer-encoding", &v, &vl)) {
+			f->n_te++;
+		}
 		if (out && !hop_header(h, n))
 			buf_printf(out, "%.*s\r\n", (int) n, h);
 		h = eol + 2;
 	}
 	return *why = "incomplete head", -EINVAL;
+}
+
+/* The Host header against the request's own authority: the same name
+ * (case aside) and port. Without a port it means the scheme's default;
+ * for CONNECT, which has no scheme, the name alone must agree. */
+static int check_host(const head_fields *f, const proxy_req *r, const char **why)
+{
+	if (f->n_host > 1)
+		return *why = "more than one Host header", -EINVAL;
+	if (f->n_host == 0)
+		return 0;
+	proxy_req h = { 0 };
+	const char *ignored;
+	if (parse_authority(f->host, f->host_len, r->connect ? r->port : 80, &h, &ignored) < 0)
+		return *why = "bad Host header", -EINVAL;
+	if (strcmp(h.host, r->host) || h.port != r->port)
+		return *why = "the Host header names another destination than the request", -EACCES;
+	return 0;
+}
+
+/* How the request body ends, so that nothing after it reaches the origin
+ * (a second, pipelined request would go to the origin unchecked).
+ * Transfer-Encoding is refused: with Content-Length beside it, proxy and
+ * origin may frame the body differently (request smuggling); alone, its
+ * chunks would have to be parsed to find the end. */
+static int body_length(const head_fields *f, proxy_req *r, const char **why)
+{
+	if (f->n_te)
+		return *why = "Transfer-Encoding in a request is not relayed (send Content-Length)", -EINVAL;
+	if (f->n_length > 1)
+		return *why = "more than one Content-Length header", -EINVAL;
+	r->body_len = 0;
+	if (f->n_length == 0)
+		return 0;
+	if (f->length_len == 0 || f->length_len > 15)
+		return *why = "bad Content-Length", -EINVAL;
+	for (size_t i = 0; i < f->length_len; i++) {
+		if (!isdigit((unsigned char) f->length[i]))
+			return *why = "bad Content-Length", -EINVAL;
+		r->body_len = r->body_len * 10 + (uint64_t) (f->length[i] - '0');
+	}
+	return 0;
 }
 
 int proxy_parse(const char *head, size_t len, proxy_req *r, const char **why)
@@ -135,17 +229,22 @@ int proxy_parse(const char *head, size_t len, proxy_req *r, const char **why)
 	    strncmp(sp2 + 1, "HTTP/1.", 7) || (sp2[8] != '0' && sp2[8] != '1'))
 		return *why = "bad request line", -EINVAL;
 	for (const char *c = head; c < eol; c++)
-		if ((unsigned char) *c <= 0x20 && *c != ' ')
+		if (((unsigned char) *c <= 0x20 && *c != ' ') || *c == 0x7f)
+			return *why = "bad request line", -EINVAL;
+	for (const char *c = head; c < sp1; c++)
+		if (!tchar((unsigned char) *c))
 			return *why = "bad request line", -EINVAL;
 	size_t mlen = (size_t) (sp1 - head);
 	const char *target = sp1 + 1;
 	size_t tlen = (size_t) (sp2 - target);
-	bool has_host = false;
+	bool http10 = sp2[8] == '0';
+	head_fields f = { 0 };
 	if (mlen == 7 && !memcmp(head, "CONNECT", 7)) {
 		r->connect = true;
 		if (parse_authority(target, tlen, 0, r, why) < 0)
 			return -EINVAL;
-		return headers(eol + 2, end, NULL, &has_host, why);
+		int rc = headers(eol + 2, end, NULL, &f, why);
+		return rc < 0 ? rc : check_host(&f, r, why);
 	}
 	if (tlen < 7 || strncasecmp(target, "http://", 7))
 		return *why = strncasecmp(target, "https://", 8) ? "only absolute http:// targets and CONNECT are served"
@@ -160,12 +259,24 @@ int proxy_parse(const char *head, size_t len, proxy_req *r, const char **why)
 	size_t plen = (size_t) (sp2 - path);
 	buf b = { 0 };
 	buf_printf(&b, "%.*s %s%.*s HTTP/1.%c\r\n", (int) mlen, head, *path == '/' ? "" : "/", (int) plen, path, sp2[8]);
-	if (headers(eol + 2, end, &b, &has_host, why) < 0) {
+	int rc = headers(eol + 2, end, &b, &f, why);
+	if (rc == 0)
+		rc = check_host(&f, r, why);
+	if (rc == 0)
+		rc = body_length(&f, r, why);
+	if (rc == 0 && f.n_host == 0 && !http10)
+		rc = (*why = "no Host header (HTTP/1.1 requires one)", -EINVAL);
+	if (rc < 0) {
 		buf_free(&b);
-		return -EINVAL;
+		return rc;
 	}
-	if (!has_host)
-		buf_printf(&b, "Host: %.*s\r\n", (int) alen, auth);
+	if (f.n_host == 0) {
+		bool v6 = strchr(r->host, ':') != NULL;
+		buf_printf(&b, "Host: %s%s%s", v6 ? "[" : "", r->host, v6 ? "]" : "");
+		if (r->port != 80)
+			buf_printf(&b, ":%u", r->port);
+		buf_puts(&b, "\r\n");
+	}
 	buf_puts(&b, "Connection: close\r\n\r\n");
 	r->head_len = b.len;
 	r->head = buf_steal(&b);
@@ -178,11 +289,25 @@ bool proxy_allowed(const strv *allow, const char *host, unsigned port)
 {
 	bool literal = ip_literal(host);
 	size_t hl = strlen(host);
+	struct in6_addr h6, e6;
+	bool v6 = inet_pton(AF_INET6, host, &h6) == 1;
 	for (size_t i = 0; i < allow->n; i++) {
-		const char *e = allow->v[i], *colon = strrchr(e, ':');
-		size_t el = colon ? (size_t) (colon - e) : strlen(e);
-		if (colon ? strtoul(colon + 1, NULL, 10) != port : (port != 80 && port != 443))
+		const char *e;
+		size_t el;
+		unsigned ep;
+		if (!proxy_entry_split(allow->v[i], &e, &el, &ep) || !proxy_entry_port(ep, port))
 			continue;
+		if (allow->v[i][0] == '[') {
+			/* An IPv6 address, however it is spelled. */
+			char lit[64];
+			if (!v6 || el >= sizeof(lit))
+				continue;
+			memcpy(lit, e, el);
+			lit[el] = '\0';
+			if (inet_pton(AF_INET6, lit, &e6) == 1 && !memcmp(&h6, &e6, sizeof(h6)))
+				return true;
+			continue;
+		}
 		if (el > 2 && e[0] == '*' && e[1] == '.') {
 			/* "*.example.com": names below it, never an address. */
 			size_t sl = el - 1;   /* ".example.com" */
@@ -194,4 +319,18 @@ bool proxy_allowed(const strv *allow, const char *host, unsigned port)
 			return true;
 	}
 	return false;
+}
+
+int proxy_sniff_http(const char *data, size_t len)
+{
+	/* A method (letters), then a blank: enough of a request line for a
+	 * lenient server to take it as one. */
+	for (size_t i = 0; i < len && i <= 16; i++) {
+		unsigned char c = (unsigned char) data[i];
+		if (i > 0 && (c == ' ' || c == '\t'))
+			return 1;
+		if (!isalpha(c))
+			return 0;
+	}
+	return len > 16 ? 0 : -EAGAIN;
 }

@@ -115,12 +115,10 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->ws_limit_hit = sb->ws_limit_hit;
 	r->session = sb->plan->ws.session ? strdup(sb->plan->ws.session) : NULL;
 	r->proxy = sb->plan->proxy;
-	r->net_allowed = TAKE_PTR(sb->net_allowed);
-	r->n_net_allowed = sb->n_net_allowed;
-	sb->n_net_allowed = 0;
-	r->net_denied = TAKE_PTR(sb->net_denied);
-	r->n_net_denied = sb->n_net_denied;
-	sb->n_net_denied = 0;
+	r->net_allowed = sb->net_allowed;
+	sb->net_allowed = (proxy_log){ 0 };
+	r->net_denied = sb->net_denied;
+	sb->net_denied = (proxy_log){ 0 };
 	r->denied = TAKE_PTR(sb->denied);
 	r->n_denied = sb->n_denied;
 	sb->n_denied = 0;
@@ -210,8 +208,8 @@ void nsbox_result_free(nsbox_result *r)
 	free(r->seccomp);
 	free(r->session);
 	ws_changes_free(r->changes, r->n_changes);
-	proxy_dests_free(r->net_allowed, r->n_net_allowed);
-	proxy_dests_free(r->net_denied, r->n_net_denied);
+	proxy_log_free(&r->net_allowed);
+	proxy_log_free(&r->net_denied);
 	for (size_t i = 0; i < r->n_denied; i++)
 		free(r->denied[i].name);
 	free(r->denied);

@@ -114,15 +114,22 @@ static void isolation(buf *b, const nsbox_result *r)
 	buf_puts(b, "}");
 }
 
-static void dests(buf *b, const char *key, const proxy_dest *v, size_t n)
+/* The destinations, then how many requests went to ones not listed
+ * (the list is bounded: the payload chooses the destinations). */
+static void dests(buf *b, const char *key, const proxy_log *l)
 {
 	buf_printf(b, ",\"%s\":[", key);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < l->n; i++) {
 		buf_puts(b, i ? ",{\"destination\":" : "{\"destination\":");
-		json_cstr(b, v[i].name);
-		buf_printf(b, ",\"count\":%llu}", (unsigned long long) v[i].count);
+		json_cstr(b, l->v[i].name);
+		buf_printf(b, ",\"count\":%llu", (unsigned long long) l->v[i].count);
+		if (l->v[i].reason) {
+			buf_puts(b, ",\"reason\":");
+			json_cstr(b, l->v[i].reason);
+		}
+		buf_puts(b, "}");
 	}
-	buf_puts(b, "]");
+	buf_printf(b, "],\"%s_other\":%llu", key, (unsigned long long) l->other);
 }
 
 /* What the allowlist proxy let through and refused, by destination. */
@@ -143,8 +150,8 @@ static void network(buf *b, const nsbox_result *r)
 		buf_printf(b, ",\"host_loopback\":%s,\"address\":\"%s\",\"gateway\":\"%s\",\"dns\":\"%s\"",
 		           r->host_loopback ? "true" : "false", NETUSER_ADDRESS, NETUSER_GATEWAY, NETUSER_DNS);
 	}
-	dests(b, "allowed", r->net_allowed, r->n_net_allowed);
-	dests(b, "denied", r->net_denied, r->n_net_denied);
+	dests(b, "allowed", &r->net_allowed);
+	dests(b, "denied", &r->net_denied);
 	buf_puts(b, "}");
 }
 

@@ -60,8 +60,7 @@ struct nsbox_sandbox {
 	bool ws_limit_hit;    /* it passed workspace.max_size: killed */
 	netuser net;          /* --network user: the helper */
 	proxy *proxy;         /* --allow-host, once the child passed its socket */
-	proxy_dest *net_allowed, *net_denied;   /* what it let through and refused */
-	size_t n_net_allowed, n_net_denied;
+	proxy_log net_allowed, net_denied;   /* what it let through and refused */
 	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
 	ino_t pidns_ino;
 };
@@ -107,8 +106,7 @@ struct nsbox_result {
 	bool proxy;
 	const char *net_helper;   /* --network user: static name, or NULL */
 	bool host_loopback;
-	proxy_dest *net_allowed, *net_denied;   /* owned */
-	size_t n_net_allowed, n_net_denied;
+	proxy_log net_allowed, net_denied;   /* owned */
 };
 
 /* seccomp_notify.c: serve the --seccomp-log listener; false when it is done. */

@@ -320,9 +320,9 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 	if (sb->plan)
 		ws_finish(&sb->plan->ws);
 	if (sb->proxy)
-		proxy_finish(sb->proxy, NULL, NULL, NULL, NULL);
-	proxy_dests_free(sb->net_allowed, sb->n_net_allowed);
-	proxy_dests_free(sb->net_denied, sb->n_net_denied);
+		proxy_finish(sb->proxy, NULL, NULL);
+	proxy_log_free(&sb->net_allowed);
+	proxy_log_free(&sb->net_denied);
 	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->notify_fd };
 	close_fds(fds, ARRAY_SIZE(fds));
 	for (int i = 0; i < 2; i++)

@@ -100,7 +100,7 @@ static void read_messages(nsbox_sandbox *sb, int flags, int ep)
 			sb->proxy = proxy_new(fd, &sb->plan->allow);
 			fd = -1;   /* taken, or closed by proxy_new's failure */
 			if (sb->proxy && watch(ep, proxy_fd(sb->proxy), EV_PROXY) < 0) {
-				proxy_finish(sb->proxy, NULL, NULL, NULL, NULL);
+				proxy_finish(sb->proxy, NULL, NULL);
 				sb->proxy = NULL;
 			}
 		} else if (m.type == MSG_LISTENER && fd >= 0 && sb->notify_fd < 0 && sb->plan->seccomp.notify) {
@@ -275,8 +275,7 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	netuser_stop(&sb->net);
 	/* The proxy's last connections go with the sandbox. */
 	if (sb->proxy)
-		proxy_finish(TAKE_PTR(sb->proxy), &sb->net_allowed, &sb->n_net_allowed, &sb->net_denied,
-		             &sb->n_net_denied);
+		proxy_finish(TAKE_PTR(sb->proxy), &sb->net_allowed, &sb->net_denied);
 	/* The workspace's changes, from the upper layer, now that nothing
 	 * writes to it; then an ephemeral upper layer goes. */
 	ws_plan *w = &sb->plan->ws;

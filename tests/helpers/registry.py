@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A package registry for the network tests: a PEP 503 simple index with one
 wheel, and an npm registry with one package, both built here in memory, plus
-/hello. Listens on 127.0.0.1 (port 0: any), prints the port, serves until
-killed."""
+/hello. Listens on 127.0.0.1, or the address given (port 0: any), prints the
+port, serves until killed.  Usage: registry.py [ADDR]"""
 import hashlib, http.server, io, json, socketserver, sys, tarfile, zipfile
 
 NAME, VERSION = "nsboxdemo", "1.0.0"
@@ -73,6 +73,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
-srv = Server(("127.0.0.1", 0), Handler)
+srv = Server((sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1", 0), Handler)
 print(srv.server_address[1], flush=True)
 srv.serve_forever()
