@@ -65,8 +65,9 @@ static int list(void)
 	}
 	printf("%-20s %10s  %-20s  %s\n", "NAME", "SIZE", "CREATED", "SOURCE");
 	for (size_t i = 0; i < n; i++)
-		printf("%-20s %9.1fM  %-20s  %s\n", v[i].name, (double) v[i].size_bytes / (1 << 20),
-		       v[i].created ? v[i].created : "-", v[i].source ? v[i].source : v[i].path);
+		printf("%-20s %9.1fM  %-20s  %s%s%s%s\n", v[i].name, (double) v[i].size_bytes / (1 << 20),
+		       v[i].created ? v[i].created : "-", v[i].source ? v[i].source : v[i].path,
+		       v[i].stripped ? " (stripped: " : "", v[i].stripped ? v[i].stripped : "", v[i].stripped ? ")" : "");
 	nsbox_image_list_free(v, n);
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include "buf.h"
 #include "cleanup.h"
 #include "error.h"
+#include "image_strip.h"
 #include "images.h"
 #include "json.h"
 #include "yaml_walk.h"
@@ -47,6 +48,7 @@ typedef struct importer {
 	uint64_t max_bytes, bytes;
 	uint64_t max_entries, entries;
 	bool rootless;
+	image_stripped stripped;
 } importer;
 
 /* ---- one tar layer -------------------------------------------------------- */
@@ -80,38 +82,57 @@ static int ierr(importer *im, nsbox_error **err, int e, const char *member, cons
 	return -e;
 }
 
-/* Remove `rel` below the root (a whiteout), without following symlinks. */
-static void remove_rel(importer *im, const char *rel)
+/* A whiteout: remove `name` of directory `dir` of the layers below, or
+ * (name NULL, an opaque marker) everything in it. The directory is opened
+ * beneath the root with no symlink on the way: one planted by an earlier
+ * layer ("evil -> /etc", then "evil/.wh.passwd") leads nowhere, which is also
+ * what the layer means (a symlink has no entries to white out). */
+static void whiteout(importer *im, const char *dir, const char *name)
 {
-	char path[PATH_MAX * 2];
-	path_fmt(path, sizeof(path), "%s/%s", im->root, rel);
-	struct stat st;
-	if (lstat(path, &st) < 0)
+	int dfd = open_beneath(im->root_fd, *dir ? dir : ".", O_RDONLY | O_DIRECTORY);
+	if (dfd < 0)
 		return;
-	if (S_ISDIR(st.st_mode))
-		(void) remove_tree(path);
-	else
-		(void) unlink(path);
-}
-
-/* Empty directory `rel` of what lower layers put there (an opaque marker). */
-static void empty_dir(importer *im, const char *rel)
-{
-	char path[PATH_MAX * 2];
-	path_fmt(path, sizeof(path), "%s/%s", im->root, rel);
-	DIR *d = opendir(path);
+	if (name) {
+		(void) remove_beneath(dfd, name);
+		close(dfd);
+		return;
+	}
+	int lfd = dup(dfd);
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
 	struct dirent *e;
 	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			char child[PATH_MAX * 2 + 256];
-			path_fmt(child, sizeof(child), "%s/%s", rel, e->d_name);
-			remove_rel(im, child);
-		}
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			(void) remove_beneath(dfd, e->d_name);
 	if (d)
 		closedir(d);
+	else if (lfd >= 0)
+		close(lfd);
+	close(dfd);
 }
 
-static struct archive *open_reader(const char *path)
+/* A layer, blob or manifest, opened for reading beneath the archive's or
+ * layout's directory `dirfd` with no symlink on the way. Never blocks (a FIFO), and only a regular file is read. Returns an fd,
+ * -ENOENT, or -EPERM when it is something else than a regular file there. */
+static int open_regular(int dirfd, const char *rel)
+{
+	int fd = open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK);
+	if (fd == -ELOOP || fd == -EXDEV || fd == -ENOTDIR)
+		return -EPERM;
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+static int open_err(importer *im, nsbox_error **err, int r, const char *rel)
+{
+	return ierr(im, err, -r, rel, r == -EPERM ? "refused: not a regular file beneath the archive (a symlink, or a special file)"
+	                                          : strerror(-r));
+}
+
+static struct archive *open_reader(int fd)
 {
 	struct archive *a = archive_read_new();
 	if (!a)
@@ -119,7 +140,7 @@ static struct archive *open_reader(const char *path)
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);
 	archive_read_support_format_gnutar(a);
-	if (archive_read_open_filename(a, path, 65536) != ARCHIVE_OK) {
+	if (lseek(fd, 0, SEEK_SET) < 0 || archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
 		archive_read_free(a);
 		return NULL;
 	}
@@ -128,7 +149,7 @@ static struct archive *open_reader(const char *path)
 
 /* Pass 1 of a layer: apply its whiteouts and opaque markers to the layers
  * below it (they must not touch what this layer itself brings). */
-static int apply_whiteouts(importer *im, const char *layer, nsbox_error **err)
+static int apply_whiteouts(importer *im, int layer, nsbox_error **err)
 {
 	struct archive *a = open_reader(layer);
 	if (!a)
@@ -146,13 +167,7 @@ static int apply_whiteouts(importer *im, const char *layer, nsbox_error **err)
 			continue;
 		char dir[PATH_MAX];
 		path_fmt(dir, sizeof(dir), "%.*s", base ? (int) (base - name) : 0, name);
-		if (!strcmp(b, ".wh..wh..opq"))
-			empty_dir(im, *dir ? dir : ".");
-		else {
-			char victim[PATH_MAX * 2];
-			path_fmt(victim, sizeof(victim), "%s%s%s", dir, *dir ? "/" : "", b + 4);
-			remove_rel(im, victim);
-		}
+		whiteout(im, dir, strcmp(b, ".wh..wh..opq") ? b + 4 : NULL);
 	}
 	if (rr != ARCHIVE_EOF)
 		r = ierr(im, err, EINVAL, NULL, archive_error_string(a) ? archive_error_string(a) : "a corrupt layer");
@@ -160,8 +175,33 @@ static int apply_whiteouts(importer *im, const char *layer, nsbox_error **err)
 	return r;
 }
 
+/* The directory a member goes in, when it exists, must be reached from the
+ * root without a symlink. libarchive checks that too (SECURE_SYMLINKS, and
+ * with UNLINK it replaces such a symlink by a directory); this keeps the
+ * promise ours rather than a library option's. */
+static int parent_beneath(importer *im, const char *name, nsbox_error **err)
+{
+	const char *slash = strrchr(name, '/');
+	if (!slash)
+		return 0;
+	char dir[PATH_MAX];
+	path_fmt(dir, sizeof(dir), "%.*s", (int) (slash - name), name);
+	int fd = open_beneath(im->root_fd, dir, O_PATH | O_DIRECTORY);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	struct stat st;
+	/* Missing: libarchive creates it. A symlink (an earlier layer's):
+	 * libarchive's UNLINK replaces it by a directory, inside the image. */
+	if (fd == -ENOENT || fd == -ELOOP || fd == -ENOTDIR ||
+	    (fstatat(im->root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)))
+		return 0;
+	return ierr(im, err, EXDEV, name, "refused: its directory is not inside the image");
+}
+
 /* Pass 2: extract the layer's members, refusing anything unsafe. */
-static int extract_layer(importer *im, const char *layer, nsbox_error **err)
+static int extract_layer(importer *im, int layer, nsbox_error **err)
 {
 	struct archive *a = open_reader(layer);
 	if (!a)
@@ -197,11 +237,12 @@ static int extract_layer(importer *im, const char *layer, nsbox_error **err)
 			r = ierr(im, err, EFBIG, NULL, "refused: more members than allowed (NSBOX_IMPORT_MAX_ENTRIES)");
 			break;
 		}
-		mode_t type = archive_entry_filetype(e);
-		if ((type == AE_IFCHR || type == AE_IFBLK) && im->rootless) {
-			r = ierr(im, err, EPERM, name, "refused: a device node, which only root may import");
+		/* Device nodes are dropped, not refused: docker export tars
+		 * carry dev/ entries, and the sandbox makes its own /dev. */
+		if (strip_entry(e, &im->stripped))
+			continue;
+		if (im->root_fd >= 0 && (r = parent_beneath(im, name, err)) < 0)
 			break;
-		}
 		const char *hl = archive_entry_hardlink(e);
 		if (hl) {
 			char target[PATH_MAX], tfull[PATH_MAX * 2];
@@ -209,6 +250,16 @@ static int extract_layer(importer *im, const char *layer, nsbox_error **err)
 				r = ierr(im, err, EXDEV, name, "refused: a hard link that leaves the image");
 				break;
 			}
+			/* The target is named from the root with no symlink on
+			 * the way (link(2) itself does not follow the last one),
+			 * so the link is to a file of the image, never the host's. */
+			int t = im->root_fd >= 0 ? open_beneath(im->root_fd, target, O_PATH) : 0;
+			if (t < 0) {
+				r = ierr(im, err, EXDEV, name, "refused: a hard link to nothing of the image (or through a symlink)");
+				break;
+			}
+			if (im->root_fd >= 0)
+				close(t);
 			path_fmt(tfull, sizeof(tfull), "%s/%s", im->root, target);
 			archive_entry_set_hardlink(e, tfull);
 		}
@@ -245,20 +296,35 @@ static int extract_layer(importer *im, const char *layer, nsbox_error **err)
 	return r;
 }
 
-static int apply_layer(importer *im, const char *layer, nsbox_error **err)
+static int apply_layer_fd(importer *im, int fd, nsbox_error **err)
 {
-	int r = apply_whiteouts(im, layer, err);
-	return r < 0 ? r : extract_layer(im, layer, err);
+	int r = apply_whiteouts(im, fd, err);
+	return r < 0 ? r : extract_layer(im, fd, err);
+}
+
+static int apply_layer(importer *im, int dirfd, const char *rel, nsbox_error **err)
+{
+	_cleanup_close_ int fd = open_regular(dirfd, rel);
+	return fd < 0 ? open_err(im, err, fd, rel) : apply_layer_fd(im, fd, err);
 }
 
 /* ---- image formats ---------------------------------------------------------- */
 
 /* Parse a small JSON file (manifest.json, index.json, an OCI manifest). */
-static int load_json(const char *path, yaml_document_t *doc)
+static int load_json(int dirfd, const char *rel, yaml_document_t *doc)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
+	int fd = open_regular(dirfd, rel);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > (16 << 20)) {
+		close(fd);
+		return -EFBIG;
+	}
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return fd < 0 ? fd : -ENOMEM;
+	}
 	yaml_parser_t p;
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_file(&p, f);
@@ -278,25 +344,29 @@ static yaml_node_t *get(yaml_document_t *d, yaml_node_t *m, const char *key)
 	return NULL;
 }
 
-/* "sha256:abc..." -> DIR/blobs/sha256/abc..., checked to stay inside. */
-static int blob_path(const char *dir, const char *digest, char *out, size_t len)
+/* "sha256:abc..." -> blobs/sha256/abc..., opened beneath the layout. */
+static int blob_path(const char *digest, char *out, size_t len)
 {
 	const char *colon = digest ? strchr(digest, ':') : NULL;
-	if (!colon || colon == digest || strchr(colon + 1, '/') || strstr(digest, ".."))
+	if (!colon || colon == digest || strchr(digest, '/') || strstr(digest, ".."))
 		return -EINVAL;
-	path_fmt(out, len, "%s/blobs/%.*s/%s", dir, (int) (colon - digest), digest, colon + 1);
+	path_fmt(out, len, "blobs/%.*s/%s", (int) (colon - digest), digest, colon + 1);
 	return 0;
 }
 
-/* docker save: manifest.json lists the layers, bottom first. */
-static int import_docker_save(importer *im, const char *dir, nsbox_error **err)
+/* A JSON file's failure: refused (a symlink...), missing, or bad JSON. */
+static int json_err(importer *im, nsbox_error **err, int r, const char *rel)
 {
-	char path[PATH_MAX];
-	path_fmt(path, sizeof(path), "%s/manifest.json", dir);
+	return r == -EINVAL ? ierr(im, err, EINVAL, rel, "not valid JSON") : open_err(im, err, r, rel);
+}
+
+/* docker save: manifest.json lists the layers, bottom first. */
+static int import_docker_save(importer *im, int dir, nsbox_error **err)
+{
 	yaml_document_t doc;
-	if (load_json(path, &doc) < 0)
-		return ierr(im, err, EINVAL, "manifest.json", "not valid JSON");
-	int r = 0;
+	int r = load_json(dir, "manifest.json", &doc);
+	if (r < 0)
+		return json_err(im, err, r, "manifest.json");
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	yaml_node_t *first = root && root->type == YAML_SEQUENCE_NODE && root->data.sequence.items.start < root->data.sequence.items.top
 		? yaml_document_get_node(&doc, *root->data.sequence.items.start) : NULL;
@@ -306,28 +376,25 @@ static int import_docker_save(importer *im, const char *dir, nsbox_error **err)
 	else
 		yw_items(&doc, layers, it) {
 			const char *l = yw_scalar(it);
-			char lp[PATH_MAX * 2];
 			if (r == 0 && (!l || strstr(l, "..") || l[0] == '/'))
 				r = ierr(im, err, EXDEV, "manifest.json", "a layer path leaves the archive");
-			if (r == 0) {
-				path_fmt(lp, sizeof(lp), "%s/%s", dir, l);
-				r = apply_layer(im, lp, err);
-			}
+			if (r == 0)
+				r = apply_layer(im, dir, l, err);
 		}
 	yaml_document_delete(&doc);
 	return r;
 }
 
 /* OCI image layout: index.json -> (image index ->) manifest -> layers. */
-static int import_oci(importer *im, const char *dir, nsbox_error **err)
+static int import_oci(importer *im, int dir, nsbox_error **err)
 {
-	char path[PATH_MAX * 2];
-	path_fmt(path, sizeof(path), "%s/index.json", dir);
+	char path[PATH_MAX * 2] = "index.json";
 	char digest[256] = "";
 	for (int depth = 0; depth < 3 && !*digest; depth++) {
 		yaml_document_t doc;
-		if (load_json(path, &doc) < 0)
-			return ierr(im, err, EINVAL, depth ? "an image index" : "index.json", "not valid JSON");
+		int lr = load_json(dir, path, &doc);
+		if (lr < 0)
+			return json_err(im, err, lr, path);
 		yaml_node_t *manifests = get(&doc, yaml_document_get_root_node(&doc), "manifests");
 		const char *pick = NULL, *pick_type = NULL;
 		if (manifests && manifests->type == YAML_SEQUENCE_NODE)
@@ -342,7 +409,7 @@ static int import_oci(importer *im, const char *dir, nsbox_error **err)
 				}
 			}
 		bool nested = pick_type && strstr(pick_type, "index");
-		int rr = pick ? blob_path(dir, pick, path, sizeof(path)) : -ENOENT;
+		int rr = pick ? blob_path(pick, path, sizeof(path)) : -ENOENT;
 		if (!nested && pick)
 			path_fmt(digest, sizeof(digest), "%s", pick);
 		yaml_document_delete(&doc);
@@ -350,8 +417,9 @@ static int import_oci(importer *im, const char *dir, nsbox_error **err)
 			return ierr(im, err, EINVAL, "index.json", "no linux/amd64 manifest");
 	}
 	yaml_document_t doc;
-	if (load_json(path, &doc) < 0)
-		return ierr(im, err, EINVAL, digest, "the manifest is not valid JSON");
+	int lr = load_json(dir, path, &doc);
+	if (lr < 0)
+		return json_err(im, err, lr, path);
 	yaml_node_t *layers = get(&doc, yaml_document_get_root_node(&doc), "layers");
 	int r = 0;
 	if (!layers || layers->type != YAML_SEQUENCE_NODE)
@@ -360,10 +428,10 @@ static int import_oci(importer *im, const char *dir, nsbox_error **err)
 		yw_items(&doc, layers, l) {
 			char lp[PATH_MAX * 2];
 			const char *d = yw_scalar(get(&doc, l, "digest"));
-			if (r == 0 && blob_path(dir, d, lp, sizeof(lp)) < 0)
+			if (r == 0 && blob_path(d, lp, sizeof(lp)) < 0)
 				r = ierr(im, err, EINVAL, digest, "a layer digest is malformed");
 			if (r == 0)
-				r = apply_layer(im, lp, err);
+				r = apply_layer(im, dir, lp, err);
 		}
 	yaml_document_delete(&doc);
 	return r;
@@ -372,14 +440,14 @@ static int import_oci(importer *im, const char *dir, nsbox_error **err)
 /* The outer archive of docker save / OCI tars is only blobs and JSON:
  * unpack it to a scratch directory (with the same checks) and read it as a
  * directory. */
-static int unpack_outer(importer *im, const char *archive_path, const char *scratch, nsbox_error **err)
+static int unpack_outer(importer *im, int archive_fd, const char *scratch, int scratch_fd, nsbox_error **err)
 {
 	importer outer = *im;
-	outer.root_fd = -1;
+	outer.root_fd = scratch_fd;
 	path_fmt(outer.root, sizeof(outer.root), "%s", scratch);
-	outer.rootless = true;   /* never device nodes in the outer archive */
+	outer.rootless = true;   /* the scratch copy is ours, not the image's owners' */
 	outer.entries = outer.bytes = 0;
-	return extract_layer(&outer, archive_path, err);
+	return extract_layer(&outer, archive_fd, err);
 }
 
 /* A plain directory: copied member by member through libarchive, with the
@@ -405,17 +473,17 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 	int rr;
 	while (r == 0 && (rr = archive_read_next_header2(rd, e)) == ARCHIVE_OK) {
 		archive_read_disk_descend(rd);
-		const char *p = archive_entry_pathname(e);
+		/* A copy: set_pathname below frees the entry's own string. */
+		char p[PATH_MAX * 2];
+		path_fmt(p, sizeof(p), "%s", archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
 		const char *rel = p + (strncmp(p, source, prefix) == 0 ? prefix : 0);
 		while (*rel == '/')
 			rel++;
 		if (!*rel)
 			continue;
 		mode_t type = archive_entry_filetype(e);
-		if ((type == AE_IFCHR || type == AE_IFBLK) && im->rootless) {
-			r = ierr(im, err, EPERM, rel, "refused: a device node, which only root may import");
-			break;
-		}
+		if (strip_entry(e, &im->stripped))
+			continue;   /* a device node: see extract_layer */
 		if (++im->entries > im->max_entries ||
 		    (uint64_t) archive_entry_size(e) > im->max_bytes - im->bytes) {
 			r = ierr(im, err, EFBIG, rel, "refused: the image would exceed the size limits");
@@ -430,7 +498,15 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 			break;
 		}
 		if (type == AE_IFREG && archive_entry_size(e) > 0) {
-			int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			/* O_NONBLOCK and fstat: swapped for a FIFO since it was
+			 * listed, it must not hang the import. */
+			int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			struct stat fst;
+			if (fd >= 0 && (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))) {
+				close(fd);
+				fd = -1;
+				errno = EPERM;
+			}
 			char chunk[65536];
 			ssize_t n;
 			while (fd >= 0 && (n = read(fd, chunk, sizeof(chunk))) > 0)
@@ -449,68 +525,85 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 	return r;
 }
 
-static bool has(const char *dir, const char *file)
-{
-	char p[PATH_MAX * 2];
-	path_fmt(p, sizeof(p), "%s/%s", dir, file);
-	return access(p, F_OK) == 0;
-}
-
-/* What kind of source is it? Sets *kind; *dir is where to read it from. */
-static int import_any(importer *im, const char *source, const char *scratch, const char **kind,
-                      nsbox_error **err)
+/* Is there an entry of that name (of any kind: opening it says more)? */
+static bool has(int dirfd, const char *file)
 {
 	struct stat st;
-	if (stat(source, &st) < 0)
-		return nsbox_err(err, errno, "image", "import '%s'", source);
-	const char *dir = source;
-	if (!S_ISDIR(st.st_mode)) {
-		/* Is it an image archive (manifest.json / index.json at its top)? */
-		struct archive *a = open_reader(source);
-		if (!a)
-			return ierr(im, err, EINVAL, NULL, "not a directory nor a tar archive (plain or compressed)");
-		struct archive_entry *e;
-		bool image = false;
-		while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-			const char *n = archive_entry_pathname(e);
-			n += n && n[0] == '.' && n[1] == '/' ? 2 : 0;
-			image |= n && (!strcmp(n, "manifest.json") || !strcmp(n, "oci-layout"));
-		}
-		archive_read_free(a);
-		if (!image) {
-			*kind = "tar (docker export)";
-			return apply_layer(im, source, err);
-		}
-		int r = unpack_outer(im, source, scratch, err);
-		if (r < 0)
-			return r;
-		dir = scratch;
-	}
+	return fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* A layout in directory `dir`: OCI or docker save; 1 when neither. */
+static int import_layout(importer *im, int dir, bool tar, const char **kind, nsbox_error **err)
+{
 	if (has(dir, "oci-layout") && has(dir, "index.json")) {
-		*kind = dir == source ? "OCI layout (directory)" : "OCI layout (tar)";
+		*kind = tar ? "OCI layout (tar)" : "OCI layout (directory)";
 		return import_oci(im, dir, err);
 	}
 	if (has(dir, "manifest.json")) {
-		*kind = dir == source ? "docker save (directory)" : "docker save";
+		*kind = tar ? "docker save" : "docker save (directory)";
 		return import_docker_save(im, dir, err);
 	}
-	if (dir != source)
-		return ierr(im, err, EINVAL, NULL, "an image archive without a usable manifest");
-	*kind = "directory";
-	return import_dir(im, source, err);
+	return 1;
+}
+
+/* Is this tar an image archive (manifest.json / oci-layout at its top)? */
+static int is_image_archive(int fd)
+{
+	struct archive *a = open_reader(fd);
+	if (!a)
+		return -EINVAL;
+	struct archive_entry *e;
+	bool image = false;
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+		const char *n = archive_entry_pathname(e);
+		n += n && n[0] == '.' && n[1] == '/' ? 2 : 0;
+		image |= n && (!strcmp(n, "manifest.json") || !strcmp(n, "oci-layout"));
+	}
+	archive_read_free(a);
+	return image;
+}
+
+/* What kind of source is it? Sets *kind. The source path is the user's
+ * choice of location and is opened as given; everything inside it (or
+ * inside the outer archive) is opened beneath it, without symlinks. */
+static int import_any(importer *im, const char *source, const char *scratch, const char **kind,
+                      nsbox_error **err)
+{
+	_cleanup_close_ int src = open(source, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (src < 0 || fstat(src, &st) < 0)
+		return nsbox_err(err, errno, "image", "import '%s'", source);
+	if (S_ISDIR(st.st_mode)) {
+		int r = import_layout(im, src, false, kind, err);
+		if (r <= 0)
+			return r;
+		*kind = "directory";
+		return import_dir(im, source, err);
+	}
+	if (!S_ISREG(st.st_mode))
+		return ierr(im, err, EINVAL, NULL, "not a directory nor a regular file");
+	int image = is_image_archive(src);
+	if (image < 0)
+		return ierr(im, err, EINVAL, NULL, "not a directory nor a tar archive (plain or compressed)");
+	if (!image) {
+		*kind = "tar (docker export)";
+		return apply_layer_fd(im, src, err);
+	}
+	_cleanup_close_ int sfd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return nsbox_err(err, errno, "image", "import '%s': open '%s'", source, scratch);
+	int r = unpack_outer(im, src, scratch, sfd, err);
+	r = r ?: import_layout(im, sfd, true, kind, err);
+	return r == 1 ? ierr(im, err, EINVAL, NULL, "an image archive without a usable manifest") : r;
 }
 
 /* Docker binds /etc/resolv.conf into its containers at run time, so image
  * layers rarely carry one; --network user needs a file to bind its resolver
  * over (the root is read-only). Add an empty one where /etc is a real
  * directory with nothing of that name (a symlink is the image's choice). */
-static void add_resolv_conf(const char *root)
+static void add_resolv_conf(int root_fd)
 {
-	int etc = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (etc < 0)
-		return;
-	int dir = openat(etc, "etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(etc);
+	int dir = open_beneath(root_fd, "etc", O_PATH | O_DIRECTORY);
 	if (dir < 0)
 		return;
 	int f = openat(dir, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -559,19 +652,30 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	                .max_entries = env_u64("NSBOX_IMPORT_MAX_ENTRIES", 2000000) };
 	path_fmt(im.root, sizeof(im.root), "%s/rootfs", tmp);
 	(void) remove_tree(tmp);
-	int r = mkdir(tmp, 0755) < 0 || mkdir(im.root, 0755) < 0 || mkdir(scratch, 0700) < 0
+	/* Private until installed: nobody else may reach a half-made image. */
+	int r = mkdir(tmp, 0700) < 0 || mkdir(im.root, 0755) < 0 || mkdir(scratch, 0700) < 0
 		? nsbox_err(err, errno, "image", "create '%s'", tmp) : 0;
+	if (r == 0 && (im.root_fd = open(im.root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		r = nsbox_err(err, errno, "image", "open '%s'", im.root);
 	const char *kind = "?";
 	r = r ?: import_any(&im, source, scratch, &kind, err);
 	(void) remove_tree(scratch);
+	/* A last pass over what is on disk, whatever wrote it. */
+	int sr = r == 0 ? strip_tree(im.root_fd, &im.stripped) : 0;
+	if (sr < 0)
+		r = nsbox_err(err, -sr, "image", "import '%s': strip set-id bits and device nodes", source);
 	if (r == 0)
-		add_resolv_conf(im.root);
+		add_resolv_conf(im.root_fd);
 	if (r == 0) {
 		char src[PATH_MAX + 64];
 		path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
-		r = image_write_meta(tmp, name, src, err);
+		r = image_write_meta(tmp, name, src, &im.stripped, err);
 	}
+	if (r == 0 && chmod(tmp, 0755) < 0)
+		r = nsbox_err(err, errno, "image", "import '%s': chmod '%s'", source, tmp);
 	r = r ?: image_install(store, name, tmp, err);
+	if (im.root_fd >= 0)
+		close(im.root_fd);
 	if (r < 0)
 		(void) remove_tree(tmp);
 	return r;
