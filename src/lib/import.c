@@ -1,9 +1,10 @@
 /* `nsbox image import NAME SOURCE`: a flat tar (docker export), a docker
  * save archive, an OCI image layout (directory or tar), or a directory.
- * Archives are hostile input: libarchive writes with its secure flags (no
- * "..", no absolute paths, nothing through a symlink), and we add our own
- * checks: hard links only to names inside, no device nodes unless root,
- * bounded sizes and entry counts. The image is built in a temporary
+ * Archives are hostile input: layers are read by import_layer.c; here every
+ * file of an outer archive or layout (manifest.json, index.json, blobs,
+ * layers) is opened beneath its directory with no symlink, as a regular
+ * file, and read from the fd. No set-id bit, file capability or device node
+ * is published (image_strip.c). The image is built in a private temporary
  * directory of the store and renamed into place, or removed whole. */
 #include <archive.h>
 #include <archive_entry.h>
@@ -25,295 +26,17 @@
 #include "error.h"
 #include "image_strip.h"
 #include "images.h"
+#include "import.h"
 #include "json.h"
+#include "syscalls.h"
 #include "yaml_walk.h"
-
-/* snprintf for paths: truncation shows as an empty result that the next
- * system call rejects, instead of a silently shorter path. */
-static void path_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void path_fmt(char *out, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(out, len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t) n >= len)
-		out[0] = '\0';
-}
-
-typedef struct importer {
-	const char *source;
-	int root_fd;             /* the image's rootfs being filled */
-	char root[PATH_MAX];
-	uint64_t max_bytes, bytes;
-	uint64_t max_entries, entries;
-	bool rootless;
-	image_stripped stripped;
-} importer;
-
-/* ---- one tar layer -------------------------------------------------------- */
-
-/* An archive member name made relative and checked: no "..", no empty. */
-static int clean_name(const char *in, char *out, size_t len)
-{
-	while (*in == '/' || (in[0] == '.' && in[1] == '/'))
-		in += in[0] == '/' ? 1 : 2;
-	if (!*in || !strcmp(in, "."))
-		return 1;   /* the root itself */
-	if (strlen(in) >= len)
-		return -ENAMETOOLONG;
-	for (const char *p = in; *p;) {
-		const char *e = strchrnul(p, '/');
-		if (e - p == 2 && p[0] == '.' && p[1] == '.')
-			return -EXDEV;
-		p = *e ? e + 1 : e;
-	}
-	path_fmt(out, len, "%s", in);
-	size_t n = strlen(out);
-	while (n > 1 && out[n - 1] == '/')
-		out[--n] = '\0';
-	return 0;
-}
-
-static int ierr(importer *im, nsbox_error **err, int e, const char *member, const char *what)
-{
-	(void) nsbox_err_invalid(err, "image", "import '%s': %s%s%s%s", im->source, member ? "member '" : "",
-	                         member ? member : "", member ? "': " : "", what);
-	return -e;
-}
-
-/* A whiteout: remove `name` of directory `dir` of the layers below, or
- * (name NULL, an opaque marker) everything in it. The directory is opened
- * beneath the root with no symlink on the way: one planted by an earlier
- * layer ("evil -> /etc", then "evil/.wh.passwd") leads nowhere, which is also
- * what the layer means (a symlink has no entries to white out). */
-static void whiteout(importer *im, const char *dir, const char *name)
-{
-	int dfd = open_beneath(im->root_fd, *dir ? dir : ".", O_RDONLY | O_DIRECTORY);
-	if (dfd < 0)
-		return;
-	if (name) {
-		(void) remove_beneath(dfd, name);
-		close(dfd);
-		return;
-	}
-	int lfd = dup(dfd);
-	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-	struct dirent *e;
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			(void) remove_beneath(dfd, e->d_name);
-	if (d)
-		closedir(d);
-	else if (lfd >= 0)
-		close(lfd);
-	close(dfd);
-}
-
-/* A layer, blob or manifest, opened for reading beneath the archive's or
- * layout's directory `dirfd` with no symlink on the way. Never blocks (a FIFO), and only a regular file is read. Returns an fd,
- * -ENOENT, or -EPERM when it is something else than a regular file there. */
-static int open_regular(int dirfd, const char *rel)
-{
-	int fd = open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK);
-	if (fd == -ELOOP || fd == -EXDEV || fd == -ENOTDIR)
-		return -EPERM;
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
-}
-
-static int open_err(importer *im, nsbox_error **err, int r, const char *rel)
-{
-	return ierr(im, err, -r, rel, r == -EPERM ? "refused: not a regular file beneath the archive (a symlink, or a special file)"
-	                                          : strerror(-r));
-}
-
-static struct archive *open_reader(int fd)
-{
-	struct archive *a = archive_read_new();
-	if (!a)
-		return NULL;
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	archive_read_support_format_gnutar(a);
-	if (lseek(fd, 0, SEEK_SET) < 0 || archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
-		archive_read_free(a);
-		return NULL;
-	}
-	return a;
-}
-
-/* Pass 1 of a layer: apply its whiteouts and opaque markers to the layers
- * below it (they must not touch what this layer itself brings). */
-static int apply_whiteouts(importer *im, int layer, nsbox_error **err)
-{
-	struct archive *a = open_reader(layer);
-	if (!a)
-		return ierr(im, err, EINVAL, NULL, "a layer is not a readable tar archive");
-	struct archive_entry *e;
-	int r = 0, rr;
-	while ((rr = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		char name[PATH_MAX];
-		const char *raw = archive_entry_pathname(e);
-		if (!raw || clean_name(raw, name, sizeof(name)) != 0)
-			continue;   /* reported by pass 2 */
-		char *base = strrchr(name, '/');
-		char *b = base ? base + 1 : name;
-		if (strncmp(b, ".wh.", 4))
-			continue;
-		char dir[PATH_MAX];
-		path_fmt(dir, sizeof(dir), "%.*s", base ? (int) (base - name) : 0, name);
-		whiteout(im, dir, strcmp(b, ".wh..wh..opq") ? b + 4 : NULL);
-	}
-	if (rr != ARCHIVE_EOF)
-		r = ierr(im, err, EINVAL, NULL, archive_error_string(a) ? archive_error_string(a) : "a corrupt layer");
-	archive_read_free(a);
-	return r;
-}
-
-/* The directory a member goes in, when it exists, must be reached from the
- * root without a symlink. libarchive checks that too (SECURE_SYMLINKS, and
- * with UNLINK it replaces such a symlink by a directory); this keeps the
- * promise ours rather than a library option's. */
-static int parent_beneath(importer *im, const char *name, nsbox_error **err)
-{
-	const char *slash = strrchr(name, '/');
-	if (!slash)
-		return 0;
-	char dir[PATH_MAX];
-	path_fmt(dir, sizeof(dir), "%.*s", (int) (slash - name), name);
-	int fd = open_beneath(im->root_fd, dir, O_PATH | O_DIRECTORY);
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	struct stat st;
-	/* Missing: libarchive creates it. A symlink (an earlier layer's):
-	 * libarchive's UNLINK replaces it by a directory, inside the image. */
-	if (fd == -ENOENT || fd == -ELOOP || fd == -ENOTDIR ||
-	    (fstatat(im->root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)))
-		return 0;
-	return ierr(im, err, EXDEV, name, "refused: its directory is not inside the image");
-}
-
-/* Pass 2: extract the layer's members, refusing anything unsafe. */
-static int extract_layer(importer *im, int layer, nsbox_error **err)
-{
-	struct archive *a = open_reader(layer);
-	if (!a)
-		return ierr(im, err, EINVAL, NULL, "not a readable tar archive");
-	struct archive *w = archive_write_disk_new();
-	/* Names are cleaned above (relative, no "..") and then placed below
-	 * the canonical root, so the paths libarchive sees are absolute by
-	 * design: its SECURE_NOABSOLUTEPATHS would refuse them all. What it
-	 * must still refuse is writing through a symlink, which only the
-	 * image itself can have put there: the root's own path has none. */
-	int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_UNLINK |
-	            ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT;
-	if (!im->rootless)
-		flags |= ARCHIVE_EXTRACT_OWNER;
-	archive_write_disk_set_options(w, flags);
-	archive_write_disk_set_standard_lookup(w);
-	struct archive_entry *e;
-	int r = 0, rr;
-	while (r == 0 && (rr = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const char *raw = archive_entry_pathname(e);
-		char name[PATH_MAX], full[PATH_MAX * 2];
-		int c = raw ? clean_name(raw, name, sizeof(name)) : -EINVAL;
-		if (c == 1)
-			continue;   /* "./" itself */
-		if (c < 0) {
-			r = ierr(im, err, EXDEV, raw ? raw : "?", c == -EXDEV ? "refused: it leaves the image ('..')" : "refused: a bad name");
-			break;
-		}
-		const char *base = strrchr(name, '/');
-		if (!strncmp(base ? base + 1 : name, ".wh.", 4))
-			continue;   /* applied in pass 1 */
-		if (++im->entries > im->max_entries) {
-			r = ierr(im, err, EFBIG, NULL, "refused: more members than allowed (NSBOX_IMPORT_MAX_ENTRIES)");
-			break;
-		}
-		/* Device nodes are dropped, not refused: docker export tars
-		 * carry dev/ entries, and the sandbox makes its own /dev. */
-		if (strip_entry(e, &im->stripped))
-			continue;
-		if (im->root_fd >= 0 && (r = parent_beneath(im, name, err)) < 0)
-			break;
-		const char *hl = archive_entry_hardlink(e);
-		if (hl) {
-			char target[PATH_MAX], tfull[PATH_MAX * 2];
-			if (clean_name(hl, target, sizeof(target)) != 0) {
-				r = ierr(im, err, EXDEV, name, "refused: a hard link that leaves the image");
-				break;
-			}
-			/* The target is named from the root with no symlink on
-			 * the way (link(2) itself does not follow the last one),
-			 * so the link is to a file of the image, never the host's. */
-			int t = im->root_fd >= 0 ? open_beneath(im->root_fd, target, O_PATH) : 0;
-			if (t < 0) {
-				r = ierr(im, err, EXDEV, name, "refused: a hard link to nothing of the image (or through a symlink)");
-				break;
-			}
-			if (im->root_fd >= 0)
-				close(t);
-			path_fmt(tfull, sizeof(tfull), "%s/%s", im->root, target);
-			archive_entry_set_hardlink(e, tfull);
-		}
-		int64_t size = archive_entry_size(e);
-		if (size < 0 || (uint64_t) size > im->max_bytes - im->bytes) {
-			r = ierr(im, err, EFBIG, name, "refused: the image would exceed the size limit (NSBOX_IMPORT_MAX_BYTES)");
-			break;
-		}
-		im->bytes += (uint64_t) size;
-		path_fmt(full, sizeof(full), "%s/%s", im->root, name);
-		archive_entry_set_pathname(e, full);
-		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			r = ierr(im, err, EINVAL, name, archive_error_string(w) ? archive_error_string(w) : "cannot be written");
-			break;
-		}
-		const void *blk;
-		size_t len;
-		la_int64_t off;
-		while ((rr = archive_read_data_block(a, &blk, &len, &off)) == ARCHIVE_OK)
-			if (archive_write_data_block(w, blk, len, off) != ARCHIVE_OK) {
-				r = ierr(im, err, EIO, name, archive_error_string(w) ? archive_error_string(w) : "write failed");
-				break;
-			}
-		if (r == 0 && rr != ARCHIVE_EOF)
-			r = ierr(im, err, EINVAL, name, archive_error_string(a) ? archive_error_string(a) : "truncated data");
-		if (r == 0 && archive_write_finish_entry(w) != ARCHIVE_OK)
-			r = ierr(im, err, EIO, name, archive_error_string(w) ? archive_error_string(w) : "cannot be finished");
-		rr = ARCHIVE_OK;
-	}
-	if (r == 0 && rr != ARCHIVE_EOF && rr != ARCHIVE_OK)
-		r = ierr(im, err, EINVAL, NULL, archive_error_string(a) ? archive_error_string(a) : "a corrupt archive");
-	archive_write_free(w);
-	archive_read_free(a);
-	return r;
-}
-
-static int apply_layer_fd(importer *im, int fd, nsbox_error **err)
-{
-	int r = apply_whiteouts(im, fd, err);
-	return r < 0 ? r : extract_layer(im, fd, err);
-}
-
-static int apply_layer(importer *im, int dirfd, const char *rel, nsbox_error **err)
-{
-	_cleanup_close_ int fd = open_regular(dirfd, rel);
-	return fd < 0 ? open_err(im, err, fd, rel) : apply_layer_fd(im, fd, err);
-}
 
 /* ---- image formats ---------------------------------------------------------- */
 
 /* Parse a small JSON file (manifest.json, index.json, an OCI manifest). */
 static int load_json(int dirfd, const char *rel, yaml_document_t *doc)
 {
-	int fd = open_regular(dirfd, rel);
+	int fd = layer_open(dirfd, rel);
 	struct stat st;
 	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > (16 << 20)) {
 		close(fd);
@@ -350,14 +73,14 @@ static int blob_path(const char *digest, char *out, size_t len)
 	const char *colon = digest ? strchr(digest, ':') : NULL;
 	if (!colon || colon == digest || strchr(digest, '/') || strstr(digest, ".."))
 		return -EINVAL;
-	path_fmt(out, len, "blobs/%.*s/%s", (int) (colon - digest), digest, colon + 1);
+	import_path_fmt(out, len, "blobs/%.*s/%s", (int) (colon - digest), digest, colon + 1);
 	return 0;
 }
 
 /* A JSON file's failure: refused (a symlink...), missing, or bad JSON. */
 static int json_err(importer *im, nsbox_error **err, int r, const char *rel)
 {
-	return r == -EINVAL ? ierr(im, err, EINVAL, rel, "not valid JSON") : open_err(im, err, r, rel);
+	return r == -EINVAL ? import_err(im, err, EINVAL, rel, "not valid JSON") : layer_open_err(im, err, r, rel);
 }
 
 /* docker save: manifest.json lists the layers, bottom first. */
@@ -372,14 +95,14 @@ static int import_docker_save(importer *im, int dir, nsbox_error **err)
 		? yaml_document_get_node(&doc, *root->data.sequence.items.start) : NULL;
 	yaml_node_t *layers = get(&doc, first, "Layers");
 	if (!layers || layers->type != YAML_SEQUENCE_NODE)
-		r = ierr(im, err, EINVAL, "manifest.json", "no Layers list in its first entry");
+		r = import_err(im, err, EINVAL, "manifest.json", "no Layers list in its first entry");
 	else
 		yw_items(&doc, layers, it) {
 			const char *l = yw_scalar(it);
 			if (r == 0 && (!l || strstr(l, "..") || l[0] == '/'))
-				r = ierr(im, err, EXDEV, "manifest.json", "a layer path leaves the archive");
+				r = import_err(im, err, EXDEV, "manifest.json", "a layer path leaves the archive");
 			if (r == 0)
-				r = apply_layer(im, dir, l, err);
+				r = layer_apply(im, dir, l, err);
 		}
 	yaml_document_delete(&doc);
 	return r;
@@ -411,10 +134,10 @@ static int import_oci(importer *im, int dir, nsbox_error **err)
 		bool nested = pick_type && strstr(pick_type, "index");
 		int rr = pick ? blob_path(pick, path, sizeof(path)) : -ENOENT;
 		if (!nested && pick)
-			path_fmt(digest, sizeof(digest), "%s", pick);
+			import_path_fmt(digest, sizeof(digest), "%s", pick);
 		yaml_document_delete(&doc);
 		if (rr < 0)
-			return ierr(im, err, EINVAL, "index.json", "no linux/amd64 manifest");
+			return import_err(im, err, EINVAL, "index.json", "no linux/amd64 manifest");
 	}
 	yaml_document_t doc;
 	int lr = load_json(dir, path, &doc);
@@ -423,15 +146,15 @@ static int import_oci(importer *im, int dir, nsbox_error **err)
 	yaml_node_t *layers = get(&doc, yaml_document_get_root_node(&doc), "layers");
 	int r = 0;
 	if (!layers || layers->type != YAML_SEQUENCE_NODE)
-		r = ierr(im, err, EINVAL, digest, "the manifest has no layers");
+		r = import_err(im, err, EINVAL, digest, "the manifest has no layers");
 	else
 		yw_items(&doc, layers, l) {
 			char lp[PATH_MAX * 2];
 			const char *d = yw_scalar(get(&doc, l, "digest"));
 			if (r == 0 && blob_path(d, lp, sizeof(lp)) < 0)
-				r = ierr(im, err, EINVAL, digest, "a layer digest is malformed");
+				r = import_err(im, err, EINVAL, digest, "a layer digest is malformed");
 			if (r == 0)
-				r = apply_layer(im, dir, lp, err);
+				r = layer_apply(im, dir, lp, err);
 		}
 	yaml_document_delete(&doc);
 	return r;
@@ -444,15 +167,15 @@ static int unpack_outer(importer *im, int archive_fd, const char *scratch, int s
 {
 	importer outer = *im;
 	outer.root_fd = scratch_fd;
-	path_fmt(outer.root, sizeof(outer.root), "%s", scratch);
+	import_path_fmt(outer.root, sizeof(outer.root), "%s", scratch);
 	outer.rootless = true;   /* the scratch copy is ours, not the image's owners' */
 	outer.entries = outer.bytes = 0;
-	return extract_layer(&outer, archive_fd, err);
+	return layer_extract(&outer, archive_fd, err);
 }
 
 /* A plain directory: copied member by member through libarchive, with the
  * same checks as an archive (links stay links, nothing is followed). */
-static int import_dir(importer *im, const char *source, nsbox_error **err)
+static int import_dir(importer *im, int src_fd, const char *source, nsbox_error **err)
 {
 	struct archive *rd = archive_read_disk_new();
 	struct archive *w = archive_write_disk_new();
@@ -467,7 +190,7 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 	            ARCHIVE_EXTRACT_SECURE_NODOTDOT | (im->rootless ? 0 : ARCHIVE_EXTRACT_OWNER);
 	archive_write_disk_set_options(w, flags);
 	int r = archive_read_disk_open(rd, source) == ARCHIVE_OK ? 0
-		: ierr(im, err, EINVAL, NULL, archive_error_string(rd) ? archive_error_string(rd) : "cannot be read");
+		: import_err(im, err, EINVAL, NULL, archive_error_string(rd) ? archive_error_string(rd) : "cannot be read");
 	size_t prefix = strlen(source);
 	struct archive_entry *e = archive_entry_new();
 	int rr;
@@ -475,7 +198,7 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 		archive_read_disk_descend(rd);
 		/* A copy: set_pathname below frees the entry's own string. */
 		char p[PATH_MAX * 2];
-		path_fmt(p, sizeof(p), "%s", archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
+		import_path_fmt(p, sizeof(p), "%s", archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
 		const char *rel = p + (strncmp(p, source, prefix) == 0 ? prefix : 0);
 		while (*rel == '/')
 			rel++;
@@ -483,24 +206,28 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 			continue;
 		mode_t type = archive_entry_filetype(e);
 		if (strip_entry(e, &im->stripped))
-			continue;   /* a device node: see extract_layer */
+			continue;   /* a device node: see layer_extract */
 		if (++im->entries > im->max_entries ||
 		    (uint64_t) archive_entry_size(e) > im->max_bytes - im->bytes) {
-			r = ierr(im, err, EFBIG, rel, "refused: the image would exceed the size limits");
+			r = import_err(im, err, EFBIG, rel, "refused: the image would exceed the size limits");
 			break;
 		}
 		im->bytes += (uint64_t) archive_entry_size(e);
 		char full[PATH_MAX * 2];
-		path_fmt(full, sizeof(full), "%s/%s", im->root, rel);
+		import_path_fmt(full, sizeof(full), "%s/%s", im->root, rel);
 		archive_entry_set_pathname(e, full);
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			r = ierr(im, err, EIO, rel, archive_error_string(w) ? archive_error_string(w) : "cannot be written");
+			r = import_err(im, err, EIO, rel, archive_error_string(w) ? archive_error_string(w) : "cannot be written");
 			break;
 		}
 		if (type == AE_IFREG && archive_entry_size(e) > 0) {
-			/* O_NONBLOCK and fstat: swapped for a FIFO since it was
-			 * listed, it must not hang the import. */
-			int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			/* Beneath the source with no symlink, O_NONBLOCK and
+			 * fstat: a file swapped since it was listed (for a
+			 * symlink out, or a FIFO) is neither followed nor waited
+			 * on. The source itself is the user's chosen location. */
+			struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+			int fd = sys_openat2(src_fd, rel, &how);
 			struct stat fst;
 			if (fd >= 0 && (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))) {
 				close(fd);
@@ -513,7 +240,7 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 				if (archive_write_data(w, chunk, (size_t) n) < 0)
 					break;
 			if (fd < 0)
-				r = ierr(im, err, errno, rel, "cannot be read");
+				r = import_err(im, err, errno, rel, "cannot be read");
 			else
 				close(fd);
 		}
@@ -549,7 +276,7 @@ static int import_layout(importer *im, int dir, bool tar, const char **kind, nsb
 /* Is this tar an image archive (manifest.json / oci-layout at its top)? */
 static int is_image_archive(int fd)
 {
-	struct archive *a = open_reader(fd);
+	struct archive *a = layer_reader(fd);
 	if (!a)
 		return -EINVAL;
 	struct archive_entry *e;
@@ -578,23 +305,23 @@ static int import_any(importer *im, const char *source, const char *scratch, con
 		if (r <= 0)
 			return r;
 		*kind = "directory";
-		return import_dir(im, source, err);
+		return import_dir(im, src, source, err);
 	}
 	if (!S_ISREG(st.st_mode))
-		return ierr(im, err, EINVAL, NULL, "not a directory nor a regular file");
+		return import_err(im, err, EINVAL, NULL, "not a directory nor a regular file");
 	int image = is_image_archive(src);
 	if (image < 0)
-		return ierr(im, err, EINVAL, NULL, "not a directory nor a tar archive (plain or compressed)");
+		return import_err(im, err, EINVAL, NULL, "not a directory nor a tar archive (plain or compressed)");
 	if (!image) {
 		*kind = "tar (docker export)";
-		return apply_layer_fd(im, src, err);
+		return layer_apply_fd(im, src, err);
 	}
 	_cleanup_close_ int sfd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0)
 		return nsbox_err(err, errno, "image", "import '%s': open '%s'", source, scratch);
 	int r = unpack_outer(im, src, scratch, sfd, err);
 	r = r ?: import_layout(im, sfd, true, kind, err);
-	return r == 1 ? ierr(im, err, EINVAL, NULL, "an image archive without a usable manifest") : r;
+	return r == 1 ? import_err(im, err, EINVAL, NULL, "an image archive without a usable manifest") : r;
 }
 
 /* Docker binds /etc/resolv.conf into its containers at run time, so image
@@ -632,7 +359,7 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	if (!store)
 		return nsbox_err(err, ENOENT, "image", "import: no image store (HOME is not set)");
 	(void) mkdir_p(store, 0755);   /* failures show at realpath below */
-	/* No symlink above the image: see extract_layer. */
+	/* No symlink above the image: see layer_extract. */
 	char canon[PATH_MAX];
 	if (!realpath(store, canon))
 		return nsbox_err(err, errno, "image", "resolve the image store '%s'", store);
@@ -641,16 +368,16 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	if (!store)
 		return nsbox_err(err, ENOMEM, "image", "import '%s'", source);
 	char final[PATH_MAX * 2], tmp[PATH_MAX], scratch[PATH_MAX * 2];
-	path_fmt(final, sizeof(final), "%s/%s", store, name);
+	import_path_fmt(final, sizeof(final), "%s/%s", store, name);
 	if (access(final, F_OK) == 0)
 		return nsbox_err_hint(err, EEXIST, "image", "remove it first with 'nsbox image rm NAME'",
 		                      "import '%s': image '%s' exists", source, name);
-	path_fmt(tmp, sizeof(tmp), "%s/.import-%s-%d", store, name, (int) getpid());
-	path_fmt(scratch, sizeof(scratch), "%s/scratch", tmp);
+	import_path_fmt(tmp, sizeof(tmp), "%s/.import-%s-%d", store, name, (int) getpid());
+	import_path_fmt(scratch, sizeof(scratch), "%s/scratch", tmp);
 	importer im = { .source = source, .root_fd = -1, .rootless = geteuid() != 0,
 	                .max_bytes = env_u64("NSBOX_IMPORT_MAX_BYTES", 16ull << 30),
 	                .max_entries = env_u64("NSBOX_IMPORT_MAX_ENTRIES", 2000000) };
-	path_fmt(im.root, sizeof(im.root), "%s/rootfs", tmp);
+	import_path_fmt(im.root, sizeof(im.root), "%s/rootfs", tmp);
 	(void) remove_tree(tmp);
 	/* Private until installed: nobody else may reach a half-made image. */
 	int r = mkdir(tmp, 0700) < 0 || mkdir(im.root, 0755) < 0 || mkdir(scratch, 0700) < 0
@@ -668,7 +395,7 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 		add_resolv_conf(im.root_fd);
 	if (r == 0) {
 		char src[PATH_MAX + 64];
-		path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
+		import_path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
 		r = image_write_meta(tmp, name, src, &im.stripped, err);
 	}
 	if (r == 0 && chmod(tmp, 0755) < 0)
