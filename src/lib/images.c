@@ -137,7 +137,7 @@ static int run_recipe(const char *dest, const char *mirror, const char *suite, c
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
 		return nsbox_err_hint(err, ENOENT, "image", "apt-get install debootstrap",
 		                      "build the image: debootstrap is not installed");
-	return nsbox_err_hint(err, EIO, "image", "the recipe's output above says what went wrong",
+	return nsbox_err_hint(err, EIO, "image", "the recipe's output says what went wrong",
 	                      "build the image from %s (%s): the recipe failed with status %d", mirror, suite,
 	                      WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
