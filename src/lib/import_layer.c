@@ -88,8 +88,9 @@ static void whiteout(importer *im, const char *dir, const char *name)
 }
 
 /* A layer, blob or manifest, opened for reading beneath the archive's or
- * layout's directory `dirfd` with no symlink on the way. Never blocks (a FIFO), and only a regular file is read. Returns an fd,
- * -ENOENT, or -EPERM when it is something else than a regular file there. */
+ * layout's directory `dirfd` with no symlink on the way. Never blocks (a
+ * FIFO), and only a regular file is read. Returns an fd, -ENOENT, or -EPERM
+ * when it is something else than a regular file there. */
 int layer_open(int dirfd, const char *rel)
 {
 	int fd = open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK);
@@ -105,8 +106,9 @@ int layer_open(int dirfd, const char *rel)
 
 int layer_open_err(importer *im, nsbox_error **err, int r, const char *rel)
 {
-	return import_err(im, err, -r, rel, r == -EPERM ? "refused: not a regular file beneath the archive (a symlink, or a special file)"
-	                                          : strerror(-r));
+	return import_err(im, err, -r, rel,
+	                  r == -EPERM ? "refused: not a regular file beneath the archive (a symlink, or a special file)"
+	                              : strerror(-r));
 }
 
 struct archive *layer_reader(int fd)
@@ -153,9 +155,12 @@ static int apply_whiteouts(importer *im, int layer, nsbox_error **err)
 }
 
 /* The directory a member goes in, when it exists, must be reached from the
- * root without a symlink. libarchive checks that too (SECURE_SYMLINKS, and
- * with UNLINK it replaces such a symlink by a directory); this keeps the
- * promise ours rather than a library option's. */
+ * root without a symlink (an earlier layer's "evil -> /etc", then
+ * "evil/passwd"). libarchive's SECURE_SYMLINKS checks that too (and with
+ * UNLINK would replace the symlink by a directory); this keeps the promise
+ * ours rather than a library option's. A well-formed layer that replaces a
+ * symlink by a directory carries the directory's own entry first, which
+ * replaces the symlink before its members come. */
 static int parent_beneath(importer *im, const char *name, nsbox_error **err)
 {
 	const char *slash = strrchr(name, '/');
@@ -168,13 +173,11 @@ static int parent_beneath(importer *im, const char *name, nsbox_error **err)
 		close(fd);
 		return 0;
 	}
-	struct stat st;
-	/* Missing: libarchive creates it. A symlink (an earlier layer's):
-	 * libarchive's UNLINK replaces it by a directory, inside the image. */
-	if (fd == -ENOENT || fd == -ELOOP || fd == -ENOTDIR ||
-	    (fstatat(im->root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)))
-		return 0;
-	return import_err(im, err, EXDEV, name, "refused: its directory is not inside the image");
+	if (fd == -ENOENT)
+		return 0;   /* libarchive creates it */
+	return import_err(im, err, EXDEV, name, fd == -ELOOP || fd == -ENOTDIR
+	                  ? "refused: its directory is reached through a symlink (or a file)"
+	                  : "refused: its directory is not inside the image");
 }
 
 /* Pass 2: extract the layer's members, refusing anything unsafe. */
