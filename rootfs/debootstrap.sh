@@ -9,6 +9,11 @@ if ! command -v debootstrap >/dev/null 2>&1; then
 	echo "nsbox: debootstrap is not installed (apt-get install debootstrap)" >&2
 	exit 3
 fi
+# Step lines are what `nsbox image build` shows on the terminal (it keeps the
+# rest, the tools' output, in a log file): keep the "nsbox: [" prefix.
+# The setuid/setgid bits, file capabilities and device nodes debootstrap
+# creates are removed by nsbox after this script, before the image is
+# published (payloads run with no_new_privs; the store is world-traversable).
 step() { echo "nsbox: [$1/5] $2" >&2; }
 
 step 1 "debootstrap $suite from $mirror (minimal base)"

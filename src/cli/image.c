@@ -1,7 +1,11 @@
 /* `nsbox image build [NAME] | ls | rm NAME`. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -18,9 +22,64 @@ static int list_one(const char *name)
 	if (nsbox_image_list(&v, &n, NULL) == 0)
 		for (size_t i = 0; i < n; i++)
 			if (!strcmp(v[i].name, name))
-				print_msg("image '%s': %.1f MiB at %s", name, (double) v[i].size_bytes / (1 << 20), v[i].path);
+				print_msg("image '%s': %.1f MiB at %s%s%s%s", name, (double) v[i].size_bytes / (1 << 20), v[i].path,
+				          v[i].stripped ? " (stripped: " : "", v[i].stripped ? v[i].stripped : "",
+				          v[i].stripped ? ")" : "");
 	nsbox_image_list_free(v, n);
 	return 0;
+}
+
+/* The build's step lines ("nsbox: [N/5] ...") go to the terminal;
+ * debootstrap's and apt's hundreds of lines go to the log file only. A
+ * child sorts the recipe's output while the library waits for the recipe.
+ * Returns its pid and the pipe's write end for the library, or -1. */
+static pid_t start_sorter(int log, int *write_end)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		FILE *in = fdopen(p[0], "r");
+		char line[4096];
+		while (in && fgets(line, sizeof(line), in)) {
+			(void) !write(log, line, strlen(line));
+			if (!strncmp(line, "nsbox: [", 8)) {
+				fputs(line, stderr);
+				fflush(stderr);
+			}
+		}
+		_exit(0);
+	}
+	close(p[0]);
+	*write_end = p[1];
+	return pid;
+}
+
+/* The log's last lines, after a failure. */
+static void print_tail(int log, const char *path, int lines)
+{
+	char text[8192];
+	off_t end = lseek(log, 0, SEEK_END);
+	off_t from = end > (off_t) sizeof(text) - 1 ? end - (off_t) sizeof(text) + 1 : 0;
+	ssize_t n = end > 0 ? pread(log, text, sizeof(text) - 1, from) : -1;
+	if (n <= 0)
+		return;
+	text[n] = '\0';
+	char *p = text + n;
+	while (p > text && p[-1] == '\n')
+		*--p = '\0';
+	for (int seen = 0; p > text; p--)
+		if (p[-1] == '\n' && ++seen == lines)
+			break;
+	print_msg("the last lines of %s:", path);
+	fprintf(stderr, "%s\n", p);
 }
 
 static int build(int argc, char **argv)
@@ -40,14 +99,35 @@ static int build(int argc, char **argv)
 			return EXIT_SETUP;
 		}
 	}
+	const char *name = o.name ? o.name : "default";
+	const char *tmpdir = getenv("TMPDIR");
+	char log_path[4096];
+	snprintf(log_path, sizeof(log_path), "%s/nsbox-image-build-XXXXXX.log",
+	         tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp");
+	int log = geteuid() == 0 ? mkostemps(log_path, 4, O_CLOEXEC) : -1;
+	pid_t sorter = log >= 0 ? start_sorter(log, &o.log_fd) : -1;
+	if (sorter > 0)
+		print_msg("building image '%s'; the tools' output goes to %s", name, log_path);
 	nsbox_error *e = NULL;
 	int r = nsbox_image_build(&o, &e);
+	if (sorter > 0) {
+		close(o.log_fd);   /* the sorter sees the end of the output */
+		while (waitpid(sorter, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (log >= 0 && lseek(log, 0, SEEK_END) == 0)
+		(void) unlink(log_path);   /* nothing ran: no log to keep */
 	if (r < 0) {
 		print_error(e);
 		nsbox_error_free(e);
+		if (log >= 0 && lseek(log, 0, SEEK_END) > 0)
+			print_tail(log, log_path, 15);
+		if (log >= 0)
+			close(log);
 		return EXIT_SETUP;
 	}
-	const char *name = o.name ? o.name : "default";
+	if (log >= 0)
+		close(log);
 	if (r == 1)
 		print_msg("image '%s' exists; kept (use --rebuild to build it again)", name);
 	return list_one(name);
@@ -65,8 +145,9 @@ static int list(void)
 	}
 	printf("%-20s %10s  %-20s  %s\n", "NAME", "SIZE", "CREATED", "SOURCE");
 	for (size_t i = 0; i < n; i++)
-		printf("%-20s %9.1fM  %-20s  %s\n", v[i].name, (double) v[i].size_bytes / (1 << 20),
-		       v[i].created ? v[i].created : "-", v[i].source ? v[i].source : v[i].path);
+		printf("%-20s %9.1fM  %-20s  %s%s%s%s\n", v[i].name, (double) v[i].size_bytes / (1 << 20),
+		       v[i].created ? v[i].created : "-", v[i].source ? v[i].source : v[i].path,
+		       v[i].stripped ? " (stripped: " : "", v[i].stripped ? v[i].stripped : "", v[i].stripped ? ")" : "");
 	nsbox_image_list_free(v, n);
 	return 0;
 }

@@ -192,6 +192,8 @@ typedef struct nsbox_image_info {
 	uint64_t size_bytes;
 	char *created;        /* ISO 8601, or NULL */
 	char *source;         /* how it was made, or NULL */
+	char *stripped;       /* what import/build removed (set-id bits, file
+	                       * capabilities, device nodes), or NULL */
 } nsbox_image_info;
 
 /* Import an image into the caller's store from a flat tar (docker export),

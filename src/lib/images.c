@@ -137,12 +137,26 @@ static int run_recipe(const char *dest, const char *mirror, const char *suite, c
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
 		return nsbox_err_hint(err, ENOENT, "image", "apt-get install debootstrap",
 		                      "build the image: debootstrap is not installed");
-	return nsbox_err_hint(err, EIO, "image", "the recipe's output above says what went wrong",
+	return nsbox_err_hint(err, EIO, "image", "the recipe's output says what went wrong",
 	                      "build the image from %s (%s): the recipe failed with status %d", mirror, suite,
 	                      WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
-int image_write_meta(const char *dir, const char *name, const char *source, nsbox_error **err)
+/* Every payload runs with no_new_privs: setuid/setgid programs (passwd,
+ * chsh, mount...) and file capabilities do nothing inside, but would be a
+ * root shell for every local user in the traversable store. Device nodes
+ * (debootstrap's dev/) neither: the sandbox makes its own /dev. */
+static int strip_built(const char *dest, image_stripped *s, nsbox_error **err)
+{
+	int fd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = fd < 0 ? -errno : strip_tree(fd, s);
+	if (fd >= 0)
+		close(fd);
+	return r < 0 ? nsbox_err(err, -r, "image", "strip set-id bits and device nodes from '%s'", dest) : 0;
+}
+
+int image_write_meta(const char *dir, const char *name, const char *source, const image_stripped *s,
+                     nsbox_error **err)
 {
 	char path[PATH_MAX], stamp[64];
 	time_t now = time(NULL);
@@ -157,7 +171,8 @@ int image_write_meta(const char *dir, const char *name, const char *source, nsbo
 	buf_printf(&b, ",\"created\":\"%s\",\"size_bytes\":%llu,\"source\":", stamp,
 	           (unsigned long long) du_total);
 	json_cstr(&b, source);
-	buf_puts(&b, "}\n");
+	buf_printf(&b, ",\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu}}\n", s->setid,
+	           s->caps, s->devices);
 	_cleanup_free_ char *text = buf_steal(&b);
 	snprintf(path, sizeof(path), "%.4000s/meta.json", dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -221,10 +236,16 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 	snprintf(dest, sizeof(dest), "%.4000s/rootfs", tmp);
 	snprintf(source, sizeof(source), "debootstrap %s from %s (python3, nodejs, npm, git)", suite, mirror);
 	(void) remove_tree(tmp);
-	if (mkdir(tmp, 0755) < 0)
+	/* Private while debootstrap fills it: its setuid programs and device
+	 * nodes exist there until strip_tree below. */
+	if (mkdir(tmp, 0700) < 0)
 		return nsbox_err(err, errno, "image", "create the build directory '%s'", tmp);
+	image_stripped stripped = { 0 };
 	r = run_recipe(dest, mirror, suite, comps, o->log_fd, err);
-	r = r ?: image_write_meta(tmp, name, source, err);
+	r = r ?: strip_built(dest, &stripped, err);
+	r = r ?: image_write_meta(tmp, name, source, &stripped, err);
+	if (r == 0 && chmod(tmp, 0755) < 0)
+		r = nsbox_err(err, errno, "image", "chmod '%s'", tmp);
 	r = r ?: image_install(store, name, tmp, err);
 	if (r < 0)
 		(void) remove_tree(tmp);
@@ -235,8 +256,10 @@ static int read_meta(const char *dir, nsbox_image_info *info)
 {
 	char path[PATH_MAX], text[4096];
 	snprintf(path, sizeof(path), "%.4000s/meta.json", dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	/* Never blocks nor follows: only our own regular file is read. */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	ssize_t n = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : -1;
 	if (fd >= 0)
 		close(fd);
 	if (n <= 0)
@@ -250,6 +273,13 @@ static int read_meta(const char *dir, nsbox_image_info *info)
 		info->size_bytes = strtoull(p + 13, NULL, 10);
 	if ((p = strstr(text, "\"source\":\"")))
 		info->source = strndup(p + 10, strcspn(p + 10, "\""));
+	unsigned long setid, caps, devices;
+	if ((p = strstr(text, "\"stripped\":{")) &&
+	    sscanf(p, "\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu", &setid, &caps, &devices) == 3 &&
+	    setid + caps + devices > 0 &&
+	    asprintf(&info->stripped, "%lu setuid/setgid bits, %lu file capabilities, %lu device nodes", setid, caps,
+	             devices) < 0)
+		info->stripped = NULL;
 	return 0;
 }
 
@@ -298,6 +328,7 @@ void nsbox_image_list_free(nsbox_image_info *v, size_t n)
 		free(v[i].path);
 		free(v[i].created);
 		free(v[i].source);
+		free(v[i].stripped);
 	}
 	free(v);
 }

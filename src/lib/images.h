@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "image_strip.h"
 #include "nsbox.h"
 
 #define NSBOX_SYSTEM_STORE "/var/lib/nsbox/images"
@@ -11,7 +12,8 @@
 /* The caller's store (root: the system store), or the system store. */
 char *image_store(bool system);
 bool image_name_valid(const char *name);
-int image_write_meta(const char *dir, const char *name, const char *source, nsbox_error **err);
+int image_write_meta(const char *dir, const char *name, const char *source, const image_stripped *s,
+                     nsbox_error **err);
 int image_install(const char *store, const char *name, const char *tmp, nsbox_error **err);
 
 #endif

@@ -1,9 +1,10 @@
 /* `nsbox image import NAME SOURCE`: a flat tar (docker export), a docker
  * save archive, an OCI image layout (directory or tar), or a directory.
- * Archives are hostile input: libarchive writes with its secure flags (no
- * "..", no absolute paths, nothing through a symlink), and we add our own
- * checks: hard links only to names inside, no device nodes unless root,
- * bounded sizes and entry counts. The image is built in a temporary
+ * Archives are hostile input: layers are read by import_layer.c; here every
+ * file of an outer archive or layout (manifest.json, index.json, blobs,
+ * layers) is opened beneath its directory with no symlink, as a regular
+ * file, and read from the fd. No set-id bit, file capability or device node
+ * is published (image_strip.c). The image is built in a private temporary
  * directory of the store and renamed into place, or removed whole. */
 #include <archive.h>
 #include <archive_entry.h>
@@ -23,242 +24,30 @@
 #include "buf.h"
 #include "cleanup.h"
 #include "error.h"
+#include "image_strip.h"
 #include "images.h"
+#include "import.h"
 #include "json.h"
+#include "syscalls.h"
 #include "yaml_walk.h"
-
-/* snprintf for paths: truncation shows as an empty result that the next
- * system call rejects, instead of a silently shorter path. */
-static void path_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void path_fmt(char *out, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(out, len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t) n >= len)
-		out[0] = '\0';
-}
-
-typedef struct importer {
-	const char *source;
-	int root_fd;             /* the image's rootfs being filled */
-	char root[PATH_MAX];
-	uint64_t max_bytes, bytes;
-	uint64_t max_entries, entries;
-	bool rootless;
-} importer;
-
-/* ---- one tar layer -------------------------------------------------------- */
-
-/* An archive member name made relative and checked: no "..", no empty. */
-static int clean_name(const char *in, char *out, size_t len)
-{
-	while (*in == '/' || (in[0] == '.' && in[1] == '/'))
-		in += in[0] == '/' ? 1 : 2;
-	if (!*in || !strcmp(in, "."))
-		return 1;   /* the root itself */
-	if (strlen(in) >= len)
-		return -ENAMETOOLONG;
-	for (const char *p = in; *p;) {
-		const char *e = strchrnul(p, '/');
-		if (e - p == 2 && p[0] == '.' && p[1] == '.')
-			return -EXDEV;
-		p = *e ? e + 1 : e;
-	}
-	path_fmt(out, len, "%s", in);
-	size_t n = strlen(out);
-	while (n > 1 && out[n - 1] == '/')
-		out[--n] = '\0';
-	return 0;
-}
-
-static int ierr(importer *im, nsbox_error **err, int e, const char *member, const char *what)
-{
-	(void) nsbox_err_invalid(err, "image", "import '%s': %s%s%s%s", im->source, member ? "member '" : "",
-	                         member ? member : "", member ? "': " : "", what);
-	return -e;
-}
-
-/* Remove `rel` below the root (a whiteout), without following symlinks. */
-static void remove_rel(importer *im, const char *rel)
-{
-	char path[PATH_MAX * 2];
-	path_fmt(path, sizeof(path), "%s/%s", im->root, rel);
-	struct stat st;
-	if (lstat(path, &st) < 0)
-		return;
-	if (S_ISDIR(st.st_mode))
-		(void) remove_tree(path);
-	else
-		(void) unlink(path);
-}
-
-/* Empty directory `rel` of what lower layers put there (an opaque marker). */
-static void empty_dir(importer *im, const char *rel)
-{
-	char path[PATH_MAX * 2];
-	path_fmt(path, sizeof(path), "%s/%s", im->root, rel);
-	DIR *d = opendir(path);
-	struct dirent *e;
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			char child[PATH_MAX * 2 + 256];
-			path_fmt(child, sizeof(child), "%s/%s", rel, e->d_name);
-			remove_rel(im, child);
-		}
-	if (d)
-		closedir(d);
-}
-
-static struct archive *open_reader(const char *path)
-{
-	struct archive *a = archive_read_new();
-	if (!a)
-		return NULL;
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	archive_read_support_format_gnutar(a);
-	if (archive_read_open_filename(a, path, 65536) != ARCHIVE_OK) {
-		archive_read_free(a);
-		return NULL;
-	}
-	return a;
-}
-
-/* Pass 1 of a layer: apply its whiteouts and opaque markers to the layers
- * below it (they must not touch what this layer itself brings). */
-static int apply_whiteouts(importer *im, const char *layer, nsbox_error **err)
-{
-	struct archive *a = open_reader(layer);
-	if (!a)
-		return ierr(im, err, EINVAL, NULL, "a layer is not a readable tar archive");
-	struct archive_entry *e;
-	int r = 0, rr;
-	while ((rr = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		char name[PATH_MAX];
-		const char *raw = archive_entry_pathname(e);
-		if (!raw || clean_name(raw, name, sizeof(name)) != 0)
-			continue;   /* reported by pass 2 */
-		char *base = strrchr(name, '/');
-		char *b = base ? base + 1 : name;
-		if (strncmp(b, ".wh.", 4))
-			continue;
-		char dir[PATH_MAX];
-		path_fmt(dir, sizeof(dir), "%.*s", base ? (int) (base - name) : 0, name);
-		if (!strcmp(b, ".wh..wh..opq"))
-			empty_dir(im, *dir ? dir : ".");
-		else {
-			char victim[PATH_MAX * 2];
-			path_fmt(victim, sizeof(victim), "%s%s%s", dir, *dir ? "/" : "", b + 4);
-			remove_rel(im, victim);
-		}
-	}
-	if (rr != ARCHIVE_EOF)
-		r = ierr(im, err, EINVAL, NULL, archive_error_string(a) ? archive_error_string(a) : "a corrupt layer");
-	archive_read_free(a);
-	return r;
-}
-
-/* Pass 2: extract the layer's members, refusing anything unsafe. */
-static int extract_layer(importer *im, const char *layer, nsbox_error **err)
-{
-	struct archive *a = open_reader(layer);
-	if (!a)
-		return ierr(im, err, EINVAL, NULL, "not a readable tar archive");
-	struct archive *w = archive_write_disk_new();
-	/* Names are cleaned above (relative, no "..") and then placed below
-	 * the canonical root, so the paths libarchive sees are absolute by
-	 * design: its SECURE_NOABSOLUTEPATHS would refuse them all. What it
-	 * must still refuse is writing through a symlink, which only the
-	 * image itself can have put there: the root's own path has none. */
-	int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_UNLINK |
-	            ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT;
-	if (!im->rootless)
-		flags |= ARCHIVE_EXTRACT_OWNER;
-	archive_write_disk_set_options(w, flags);
-	archive_write_disk_set_standard_lookup(w);
-	struct archive_entry *e;
-	int r = 0, rr;
-	while (r == 0 && (rr = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const char *raw = archive_entry_pathname(e);
-		char name[PATH_MAX], full[PATH_MAX * 2];
-		int c = raw ? clean_name(raw, name, sizeof(name)) : -EINVAL;
-		if (c == 1)
-			continue;   /* "./" itself */
-		if (c < 0) {
-			r = ierr(im, err, EXDEV, raw ? raw : "?", c == -EXDEV ? "refused: it leaves the image ('..')" : "refused: a bad name");
-			break;
-		}
-		const char *base = strrchr(name, '/');
-		if (!strncmp(base ? base + 1 : name, ".wh.", 4))
-			continue;   /* applied in pass 1 */
-		if (++im->entries > im->max_entries) {
-			r = ierr(im, err, EFBIG, NULL, "refused: more members than allowed (NSBOX_IMPORT_MAX_ENTRIES)");
-			break;
-		}
-		mode_t type = archive_entry_filetype(e);
-		if ((type == AE_IFCHR || type == AE_IFBLK) && im->rootless) {
-			r = ierr(im, err, EPERM, name, "refused: a device node, which only root may import");
-			break;
-		}
-		const char *hl = archive_entry_hardlink(e);
-		if (hl) {
-			char target[PATH_MAX], tfull[PATH_MAX * 2];
-			if (clean_name(hl, target, sizeof(target)) != 0) {
-				r = ierr(im, err, EXDEV, name, "refused: a hard link that leaves the image");
-				break;
-			}
-			path_fmt(tfull, sizeof(tfull), "%s/%s", im->root, target);
-			archive_entry_set_hardlink(e, tfull);
-		}
-		int64_t size = archive_entry_size(e);
-		if (size < 0 || (uint64_t) size > im->max_bytes - im->bytes) {
-			r = ierr(im, err, EFBIG, name, "refused: the image would exceed the size limit (NSBOX_IMPORT_MAX_BYTES)");
-			break;
-		}
-		im->bytes += (uint64_t) size;
-		path_fmt(full, sizeof(full), "%s/%s", im->root, name);
-		archive_entry_set_pathname(e, full);
-		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			r = ierr(im, err, EINVAL, name, archive_error_string(w) ? archive_error_string(w) : "cannot be written");
-			break;
-		}
-		const void *blk;
-		size_t len;
-		la_int64_t off;
-		while ((rr = archive_read_data_block(a, &blk, &len, &off)) == ARCHIVE_OK)
-			if (archive_write_data_block(w, blk, len, off) != ARCHIVE_OK) {
-				r = ierr(im, err, EIO, name, archive_error_string(w) ? archive_error_string(w) : "write failed");
-				break;
-			}
-		if (r == 0 && rr != ARCHIVE_EOF)
-			r = ierr(im, err, EINVAL, name, archive_error_string(a) ? archive_error_string(a) : "truncated data");
-		if (r == 0 && archive_write_finish_entry(w) != ARCHIVE_OK)
-			r = ierr(im, err, EIO, name, archive_error_string(w) ? archive_error_string(w) : "cannot be finished");
-		rr = ARCHIVE_OK;
-	}
-	if (r == 0 && rr != ARCHIVE_EOF && rr != ARCHIVE_OK)
-		r = ierr(im, err, EINVAL, NULL, archive_error_string(a) ? archive_error_string(a) : "a corrupt archive");
-	archive_write_free(w);
-	archive_read_free(a);
-	return r;
-}
-
-static int apply_layer(importer *im, const char *layer, nsbox_error **err)
-{
-	int r = apply_whiteouts(im, layer, err);
-	return r < 0 ? r : extract_layer(im, layer, err);
-}
 
 /* ---- image formats ---------------------------------------------------------- */
 
 /* Parse a small JSON file (manifest.json, index.json, an OCI manifest). */
-static int load_json(const char *path, yaml_document_t *doc)
+static int load_json(int dirfd, const char *rel, yaml_document_t *doc)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
+	int fd = layer_open(dirfd, rel);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > (16 << 20)) {
+		close(fd);
+		return -EFBIG;
+	}
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return fd < 0 ? fd : -ENOMEM;
+	}
 	yaml_parser_t p;
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_file(&p, f);
@@ -278,56 +67,57 @@ static yaml_node_t *get(yaml_document_t *d, yaml_node_t *m, const char *key)
 	return NULL;
 }
 
-/* "sha256:abc..." -> DIR/blobs/sha256/abc..., checked to stay inside. */
-static int blob_path(const char *dir, const char *digest, char *out, size_t len)
+/* "sha256:abc..." -> blobs/sha256/abc..., opened beneath the layout. */
+static int blob_path(const char *digest, char *out, size_t len)
 {
 	const char *colon = digest ? strchr(digest, ':') : NULL;
-	if (!colon || colon == digest || strchr(colon + 1, '/') || strstr(digest, ".."))
+	if (!colon || colon == digest || strchr(digest, '/') || strstr(digest, ".."))
 		return -EINVAL;
-	path_fmt(out, len, "%s/blobs/%.*s/%s", dir, (int) (colon - digest), digest, colon + 1);
+	import_path_fmt(out, len, "blobs/%.*s/%s", (int) (colon - digest), digest, colon + 1);
 	return 0;
 }
 
-/* docker save: manifest.json lists the layers, bottom first. */
-static int import_docker_save(importer *im, const char *dir, nsbox_error **err)
+/* A JSON file's failure: refused (a symlink...), missing, or bad JSON. */
+static int json_err(importer *im, nsbox_error **err, int r, const char *rel)
 {
-	char path[PATH_MAX];
-	path_fmt(path, sizeof(path), "%s/manifest.json", dir);
+	return r == -EINVAL ? import_err(im, err, EINVAL, rel, "not valid JSON") : layer_open_err(im, err, r, rel);
+}
+
+/* docker save: manifest.json lists the layers, bottom first. */
+static int import_docker_save(importer *im, int dir, nsbox_error **err)
+{
 	yaml_document_t doc;
-	if (load_json(path, &doc) < 0)
-		return ierr(im, err, EINVAL, "manifest.json", "not valid JSON");
-	int r = 0;
+	int r = load_json(dir, "manifest.json", &doc);
+	if (r < 0)
+		return json_err(im, err, r, "manifest.json");
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	yaml_node_t *first = root && root->type == YAML_SEQUENCE_NODE && root->data.sequence.items.start < root->data.sequence.items.top
 		? yaml_document_get_node(&doc, *root->data.sequence.items.start) : NULL;
 	yaml_node_t *layers = get(&doc, first, "Layers");
 	if (!layers || layers->type != YAML_SEQUENCE_NODE)
-		r = ierr(im, err, EINVAL, "manifest.json", "no Layers list in its first entry");
+		r = import_err(im, err, EINVAL, "manifest.json", "no Layers list in its first entry");
 	else
 		yw_items(&doc, layers, it) {
 			const char *l = yw_scalar(it);
-			char lp[PATH_MAX * 2];
 			if (r == 0 && (!l || strstr(l, "..") || l[0] == '/'))
-				r = ierr(im, err, EXDEV, "manifest.json", "a layer path leaves the archive");
-			if (r == 0) {
-				path_fmt(lp, sizeof(lp), "%s/%s", dir, l);
-				r = apply_layer(im, lp, err);
-			}
+				r = import_err(im, err, EXDEV, "manifest.json", "a layer path leaves the archive");
+			if (r == 0)
+				r = layer_apply(im, dir, l, err);
 		}
 	yaml_document_delete(&doc);
 	return r;
 }
 
 /* OCI image layout: index.json -> (image index ->) manifest -> layers. */
-static int import_oci(importer *im, const char *dir, nsbox_error **err)
+static int import_oci(importer *im, int dir, nsbox_error **err)
 {
-	char path[PATH_MAX * 2];
-	path_fmt(path, sizeof(path), "%s/index.json", dir);
+	char path[PATH_MAX * 2] = "index.json";
 	char digest[256] = "";
 	for (int depth = 0; depth < 3 && !*digest; depth++) {
 		yaml_document_t doc;
-		if (load_json(path, &doc) < 0)
-			return ierr(im, err, EINVAL, depth ? "an image index" : "index.json", "not valid JSON");
+		int lr = load_json(dir, path, &doc);
+		if (lr < 0)
+			return json_err(im, err, lr, path);
 		yaml_node_t *manifests = get(&doc, yaml_document_get_root_node(&doc), "manifests");
 		const char *pick = NULL, *pick_type = NULL;
 		if (manifests && manifests->type == YAML_SEQUENCE_NODE)
@@ -342,28 +132,29 @@ static int import_oci(importer *im, const char *dir, nsbox_error **err)
 				}
 			}
 		bool nested = pick_type && strstr(pick_type, "index");
-		int rr = pick ? blob_path(dir, pick, path, sizeof(path)) : -ENOENT;
+		int rr = pick ? blob_path(pick, path, sizeof(path)) : -ENOENT;
 		if (!nested && pick)
-			path_fmt(digest, sizeof(digest), "%s", pick);
+			import_path_fmt(digest, sizeof(digest), "%s", pick);
 		yaml_document_delete(&doc);
 		if (rr < 0)
-			return ierr(im, err, EINVAL, "index.json", "no linux/amd64 manifest");
+			return import_err(im, err, EINVAL, "index.json", "no linux/amd64 manifest");
 	}
 	yaml_document_t doc;
-	if (load_json(path, &doc) < 0)
-		return ierr(im, err, EINVAL, digest, "the manifest is not valid JSON");
+	int lr = load_json(dir, path, &doc);
+	if (lr < 0)
+		return json_err(im, err, lr, path);
 	yaml_node_t *layers = get(&doc, yaml_document_get_root_node(&doc), "layers");
 	int r = 0;
 	if (!layers || layers->type != YAML_SEQUENCE_NODE)
-		r = ierr(im, err, EINVAL, digest, "the manifest has no layers");
+		r = import_err(im, err, EINVAL, digest, "the manifest has no layers");
 	else
 		yw_items(&doc, layers, l) {
 			char lp[PATH_MAX * 2];
 			const char *d = yw_scalar(get(&doc, l, "digest"));
-			if (r == 0 && blob_path(dir, d, lp, sizeof(lp)) < 0)
-				r = ierr(im, err, EINVAL, digest, "a layer digest is malformed");
+			if (r == 0 && blob_path(d, lp, sizeof(lp)) < 0)
+				r = import_err(im, err, EINVAL, digest, "a layer digest is malformed");
 			if (r == 0)
-				r = apply_layer(im, lp, err);
+				r = layer_apply(im, dir, lp, err);
 		}
 	yaml_document_delete(&doc);
 	return r;
@@ -372,19 +163,19 @@ static int import_oci(importer *im, const char *dir, nsbox_error **err)
 /* The outer archive of docker save / OCI tars is only blobs and JSON:
  * unpack it to a scratch directory (with the same checks) and read it as a
  * directory. */
-static int unpack_outer(importer *im, const char *archive_path, const char *scratch, nsbox_error **err)
+static int unpack_outer(importer *im, int archive_fd, const char *scratch, int scratch_fd, nsbox_error **err)
 {
 	importer outer = *im;
-	outer.root_fd = -1;
-	path_fmt(outer.root, sizeof(outer.root), "%s", scratch);
-	outer.rootless = true;   /* never device nodes in the outer archive */
+	outer.root_fd = scratch_fd;
+	import_path_fmt(outer.root, sizeof(outer.root), "%s", scratch);
+	outer.rootless = true;   /* the scratch copy is ours, not the image's owners' */
 	outer.entries = outer.bytes = 0;
-	return extract_layer(&outer, archive_path, err);
+	return layer_extract(&outer, archive_fd, err);
 }
 
 /* A plain directory: copied member by member through libarchive, with the
  * same checks as an archive (links stay links, nothing is followed). */
-static int import_dir(importer *im, const char *source, nsbox_error **err)
+static int import_dir(importer *im, int src_fd, const char *source, nsbox_error **err)
 {
 	struct archive *rd = archive_read_disk_new();
 	struct archive *w = archive_write_disk_new();
@@ -399,45 +190,57 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 	            ARCHIVE_EXTRACT_SECURE_NODOTDOT | (im->rootless ? 0 : ARCHIVE_EXTRACT_OWNER);
 	archive_write_disk_set_options(w, flags);
 	int r = archive_read_disk_open(rd, source) == ARCHIVE_OK ? 0
-		: ierr(im, err, EINVAL, NULL, archive_error_string(rd) ? archive_error_string(rd) : "cannot be read");
+		: import_err(im, err, EINVAL, NULL, archive_error_string(rd) ? archive_error_string(rd) : "cannot be read");
 	size_t prefix = strlen(source);
 	struct archive_entry *e = archive_entry_new();
 	int rr;
 	while (r == 0 && (rr = archive_read_next_header2(rd, e)) == ARCHIVE_OK) {
 		archive_read_disk_descend(rd);
-		const char *p = archive_entry_pathname(e);
+		/* A copy: set_pathname below frees the entry's own string. */
+		char p[PATH_MAX * 2];
+		import_path_fmt(p, sizeof(p), "%s", archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
 		const char *rel = p + (strncmp(p, source, prefix) == 0 ? prefix : 0);
 		while (*rel == '/')
 			rel++;
 		if (!*rel)
 			continue;
 		mode_t type = archive_entry_filetype(e);
-		if ((type == AE_IFCHR || type == AE_IFBLK) && im->rootless) {
-			r = ierr(im, err, EPERM, rel, "refused: a device node, which only root may import");
-			break;
-		}
+		if (strip_entry(e, &im->stripped))
+			continue;   /* a device node: see layer_extract */
 		if (++im->entries > im->max_entries ||
 		    (uint64_t) archive_entry_size(e) > im->max_bytes - im->bytes) {
-			r = ierr(im, err, EFBIG, rel, "refused: the image would exceed the size limits");
+			r = import_err(im, err, EFBIG, rel, "refused: the image would exceed the size limits");
 			break;
 		}
 		im->bytes += (uint64_t) archive_entry_size(e);
 		char full[PATH_MAX * 2];
-		path_fmt(full, sizeof(full), "%s/%s", im->root, rel);
+		import_path_fmt(full, sizeof(full), "%s/%s", im->root, rel);
 		archive_entry_set_pathname(e, full);
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			r = ierr(im, err, EIO, rel, archive_error_string(w) ? archive_error_string(w) : "cannot be written");
+			r = import_err(im, err, EIO, rel, archive_error_string(w) ? archive_error_string(w) : "cannot be written");
 			break;
 		}
 		if (type == AE_IFREG && archive_entry_size(e) > 0) {
-			int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			/* Beneath the source with no symlink, O_NONBLOCK and
+			 * fstat: a file swapped since it was listed (for a
+			 * symlink out, or a FIFO) is neither followed nor waited
+			 * on. The source itself is the user's chosen location. */
+			struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+			int fd = sys_openat2(src_fd, rel, &how);
+			struct stat fst;
+			if (fd >= 0 && (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))) {
+				close(fd);
+				fd = -1;
+				errno = EPERM;
+			}
 			char chunk[65536];
 			ssize_t n;
 			while (fd >= 0 && (n = read(fd, chunk, sizeof(chunk))) > 0)
 				if (archive_write_data(w, chunk, (size_t) n) < 0)
 					break;
 			if (fd < 0)
-				r = ierr(im, err, errno, rel, "cannot be read");
+				r = import_err(im, err, errno, rel, "cannot be read");
 			else
 				close(fd);
 		}
@@ -449,68 +252,85 @@ static int import_dir(importer *im, const char *source, nsbox_error **err)
 	return r;
 }
 
-static bool has(const char *dir, const char *file)
-{
-	char p[PATH_MAX * 2];
-	path_fmt(p, sizeof(p), "%s/%s", dir, file);
-	return access(p, F_OK) == 0;
-}
-
-/* What kind of source is it? Sets *kind; *dir is where to read it from. */
-static int import_any(importer *im, const char *source, const char *scratch, const char **kind,
-                      nsbox_error **err)
+/* Is there an entry of that name (of any kind: opening it says more)? */
+static bool has(int dirfd, const char *file)
 {
 	struct stat st;
-	if (stat(source, &st) < 0)
-		return nsbox_err(err, errno, "image", "import '%s'", source);
-	const char *dir = source;
-	if (!S_ISDIR(st.st_mode)) {
-		/* Is it an image archive (manifest.json / index.json at its top)? */
-		struct archive *a = open_reader(source);
-		if (!a)
-			return ierr(im, err, EINVAL, NULL, "not a directory nor a tar archive (plain or compressed)");
-		struct archive_entry *e;
-		bool image = false;
-		while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-			const char *n = archive_entry_pathname(e);
-			n += n && n[0] == '.' && n[1] == '/' ? 2 : 0;
-			image |= n && (!strcmp(n, "manifest.json") || !strcmp(n, "oci-layout"));
-		}
-		archive_read_free(a);
-		if (!image) {
-			*kind = "tar (docker export)";
-			return apply_layer(im, source, err);
-		}
-		int r = unpack_outer(im, source, scratch, err);
-		if (r < 0)
-			return r;
-		dir = scratch;
-	}
+	return fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* A layout in directory `dir`: OCI or docker save; 1 when neither. */
+static int import_layout(importer *im, int dir, bool tar, const char **kind, nsbox_error **err)
+{
 	if (has(dir, "oci-layout") && has(dir, "index.json")) {
-		*kind = dir == source ? "OCI layout (directory)" : "OCI layout (tar)";
+		*kind = tar ? "OCI layout (tar)" : "OCI layout (directory)";
 		return import_oci(im, dir, err);
 	}
 	if (has(dir, "manifest.json")) {
-		*kind = dir == source ? "docker save (directory)" : "docker save";
+		*kind = tar ? "docker save" : "docker save (directory)";
 		return import_docker_save(im, dir, err);
 	}
-	if (dir != source)
-		return ierr(im, err, EINVAL, NULL, "an image archive without a usable manifest");
-	*kind = "directory";
-	return import_dir(im, source, err);
+	return 1;
+}
+
+/* Is this tar an image archive (manifest.json / oci-layout at its top)? */
+static int is_image_archive(int fd)
+{
+	struct archive *a = layer_reader(fd);
+	if (!a)
+		return -EINVAL;
+	struct archive_entry *e;
+	bool image = false;
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+		const char *n = archive_entry_pathname(e);
+		n += n && n[0] == '.' && n[1] == '/' ? 2 : 0;
+		image |= n && (!strcmp(n, "manifest.json") || !strcmp(n, "oci-layout"));
+	}
+	archive_read_free(a);
+	return image;
+}
+
+/* What kind of source is it? Sets *kind. The source path is the user's
+ * choice of location and is opened as given; everything inside it (or
+ * inside the outer archive) is opened beneath it, without symlinks. */
+static int import_any(importer *im, const char *source, const char *scratch, const char **kind,
+                      nsbox_error **err)
+{
+	_cleanup_close_ int src = open(source, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (src < 0 || fstat(src, &st) < 0)
+		return nsbox_err(err, errno, "image", "import '%s'", source);
+	if (S_ISDIR(st.st_mode)) {
+		int r = import_layout(im, src, false, kind, err);
+		if (r <= 0)
+			return r;
+		*kind = "directory";
+		return import_dir(im, src, source, err);
+	}
+	if (!S_ISREG(st.st_mode))
+		return import_err(im, err, EINVAL, NULL, "not a directory nor a regular file");
+	int image = is_image_archive(src);
+	if (image < 0)
+		return import_err(im, err, EINVAL, NULL, "not a directory nor a tar archive (plain or compressed)");
+	if (!image) {
+		*kind = "tar (docker export)";
+		return layer_apply_fd(im, src, err);
+	}
+	_cleanup_close_ int sfd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return nsbox_err(err, errno, "image", "import '%s': open '%s'", source, scratch);
+	int r = unpack_outer(im, src, scratch, sfd, err);
+	r = r ?: import_layout(im, sfd, true, kind, err);
+	return r == 1 ? import_err(im, err, EINVAL, NULL, "an image archive without a usable manifest") : r;
 }
 
 /* Docker binds /etc/resolv.conf into its containers at run time, so image
  * layers rarely carry one; --network user needs a file to bind its resolver
  * over (the root is read-only). Add an empty one where /etc is a real
  * directory with nothing of that name (a symlink is the image's choice). */
-static void add_resolv_conf(const char *root)
+static void add_resolv_conf(int root_fd)
 {
-	int etc = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (etc < 0)
-		return;
-	int dir = openat(etc, "etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(etc);
+	int dir = open_beneath(root_fd, "etc", O_PATH | O_DIRECTORY);
 	if (dir < 0)
 		return;
 	int f = openat(dir, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -539,7 +359,7 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	if (!store)
 		return nsbox_err(err, ENOENT, "image", "import: no image store (HOME is not set)");
 	(void) mkdir_p(store, 0755);   /* failures show at realpath below */
-	/* No symlink above the image: see extract_layer. */
+	/* No symlink above the image: see layer_extract. */
 	char canon[PATH_MAX];
 	if (!realpath(store, canon))
 		return nsbox_err(err, errno, "image", "resolve the image store '%s'", store);
@@ -548,30 +368,41 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	if (!store)
 		return nsbox_err(err, ENOMEM, "image", "import '%s'", source);
 	char final[PATH_MAX * 2], tmp[PATH_MAX], scratch[PATH_MAX * 2];
-	path_fmt(final, sizeof(final), "%s/%s", store, name);
+	import_path_fmt(final, sizeof(final), "%s/%s", store, name);
 	if (access(final, F_OK) == 0)
 		return nsbox_err_hint(err, EEXIST, "image", "remove it first with 'nsbox image rm NAME'",
 		                      "import '%s': image '%s' exists", source, name);
-	path_fmt(tmp, sizeof(tmp), "%s/.import-%s-%d", store, name, (int) getpid());
-	path_fmt(scratch, sizeof(scratch), "%s/scratch", tmp);
+	import_path_fmt(tmp, sizeof(tmp), "%s/.import-%s-%d", store, name, (int) getpid());
+	import_path_fmt(scratch, sizeof(scratch), "%s/scratch", tmp);
 	importer im = { .source = source, .root_fd = -1, .rootless = geteuid() != 0,
 	                .max_bytes = env_u64("NSBOX_IMPORT_MAX_BYTES", 16ull << 30),
 	                .max_entries = env_u64("NSBOX_IMPORT_MAX_ENTRIES", 2000000) };
-	path_fmt(im.root, sizeof(im.root), "%s/rootfs", tmp);
+	import_path_fmt(im.root, sizeof(im.root), "%s/rootfs", tmp);
 	(void) remove_tree(tmp);
-	int r = mkdir(tmp, 0755) < 0 || mkdir(im.root, 0755) < 0 || mkdir(scratch, 0700) < 0
+	/* Private until installed: nobody else may reach a half-made image. */
+	int r = mkdir(tmp, 0700) < 0 || mkdir(im.root, 0755) < 0 || mkdir(scratch, 0700) < 0
 		? nsbox_err(err, errno, "image", "create '%s'", tmp) : 0;
+	if (r == 0 && (im.root_fd = open(im.root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		r = nsbox_err(err, errno, "image", "open '%s'", im.root);
 	const char *kind = "?";
 	r = r ?: import_any(&im, source, scratch, &kind, err);
 	(void) remove_tree(scratch);
+	/* A last pass over what is on disk, whatever wrote it. */
+	int sr = r == 0 ? strip_tree(im.root_fd, &im.stripped) : 0;
+	if (sr < 0)
+		r = nsbox_err(err, -sr, "image", "import '%s': strip set-id bits and device nodes", source);
 	if (r == 0)
-		add_resolv_conf(im.root);
+		add_resolv_conf(im.root_fd);
 	if (r == 0) {
 		char src[PATH_MAX + 64];
-		path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
-		r = image_write_meta(tmp, name, src, err);
+		import_path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
+		r = image_write_meta(tmp, name, src, &im.stripped, err);
 	}
+	if (r == 0 && chmod(tmp, 0755) < 0)
+		r = nsbox_err(err, errno, "image", "import '%s': chmod '%s'", source, tmp);
 	r = r ?: image_install(store, name, tmp, err);
+	if (im.root_fd >= 0)
+		close(im.root_fd);
 	if (r < 0)
 		(void) remove_tree(tmp);
 	return r;

@@ -351,11 +351,16 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
  * leaving the image (a hostile image may make /etc a symlink). */
 static char *image_home(int rootfs_fd, uid_t uid)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	/* Image content, read before the timer is armed: a FIFO (or a device)
+	 * there must not block the supervisor, so O_NONBLOCK and only a
+	 * regular file of sane size is read. */
+	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+	                        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	int fd = sys_openat2(rootfs_fd, "etc/passwd", &how);
 	if (fd < 0)
 		return NULL;
-	FILE *f = fdopen(fd, "r");
+	struct stat st;
+	FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (4 << 20) ? fdopen(fd, "r") : NULL;
 	if (!f) {
 		close(fd);
 		return NULL;

@@ -1,0 +1,30 @@
+/* What an image may not carry onto the host, and fd-anchored file
+ * operations beneath an image's root (image_strip.c). */
+#ifndef NSBOX_IMAGE_STRIP_H
+#define NSBOX_IMAGE_STRIP_H
+
+#include <stdbool.h>
+#include <archive_entry.h>
+
+/* What was removed from an image before it was published. */
+typedef struct image_stripped {
+	unsigned long setid;         /* setuid/setgid bits on non-directories */
+	unsigned long caps;          /* security.capability attributes */
+	unsigned long devices;       /* character and block device nodes */
+} image_stripped;
+
+/* An archive member about to be written: clears its setuid/setgid bits and
+ * every extended attribute, counting. True when it is a device node, which
+ * the caller drops (the sandbox makes its own /dev). */
+bool strip_entry(struct archive_entry *e, image_stripped *s);
+/* The same on a tree already on disk (debootstrap's output; and a last pass
+ * over every import): beneath `dirfd`, never following a link nor leaving
+ * its filesystem. 0 or -errno. */
+int strip_tree(int dirfd, image_stripped *s);
+/* rm -rf `name` (one component) of directory `dirfd`, without following a
+ * link or crossing a mount. 0 or -errno. */
+int remove_beneath(int dirfd, const char *name);
+/* openat2 of `rel` beneath `dirfd`: no symlink, no "..", no mount crossed. */
+int open_beneath(int dirfd, const char *rel, int flags);
+
+#endif
