@@ -206,6 +206,8 @@ int image_install(const char *store, const char *name, const char *tmp, nsbox_er
 	return 0;
 }
 
+static int strip_old(const char *store, const char *name, nsbox_error **err);
+
 int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 {
 	if (!o || o->version != NSBOX_IMAGE_BUILD_OPTIONS_VERSION)
@@ -220,8 +222,11 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 	_cleanup_free_ char *store = image_store(true);
 	char final[PATH_MAX], tmp[PATH_MAX], dest[PATH_MAX], source[1024];
 	snprintf(final, sizeof(final), "%s/%s/rootfs", store, name);
-	if (!o->rebuild && access(final, F_OK) == 0)
-		return 1;   /* already built: reuse it */
+	if (!o->rebuild && access(final, F_OK) == 0) {
+		/* Already built: reuse it, stripped if an older nsbox did not. */
+		int r = strip_old(store, name, err);
+		return r < 0 ? r : 1;
+	}
 	int r = mkdir_p(store, 0755);
 	if (r < 0)
 		return nsbox_err(err, -r, "image", "create the image store '%s'", store);
@@ -280,7 +285,29 @@ static int read_meta(const char *dir, nsbox_image_info *info)
 	    asprintf(&info->stripped, "%lu setuid/setgid bits, %lu file capabilities, %lu device nodes", setid, caps,
 	             devices) < 0)
 		info->stripped = NULL;
+	if (!strstr(text, "\"stripped\":"))
+		info->stripped = strdup("not done: made by an older nsbox that kept setuid files and devices; "
+		                        "rebuild it (root's: nsbox image build NAME) or import it again");
 	return 0;
+}
+
+/* An image built by an nsbox that did not strip yet (no record in its
+ * meta.json): strip it in place, now that nothing else will. 0 or -errno. */
+static int strip_old(const char *store, const char *name, nsbox_error **err)
+{
+	char dir[PATH_MAX], rootfs[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%.2000s/%.255s", store, name);
+	snprintf(rootfs, sizeof(rootfs), "%.4000s/rootfs", dir);
+	nsbox_image_info info = { 0 };
+	if (read_meta(dir, &info) < 0 || !info.stripped || strncmp(info.stripped, "not done", 8)) {
+		free(info.created), free(info.source), free(info.stripped);
+		return 0;
+	}
+	image_stripped s = { 0 };
+	int r = strip_built(rootfs, &s, err);
+	r = r ?: image_write_meta(dir, name, info.source ? info.source : "unknown (an older nsbox)", &s, err);
+	free(info.created), free(info.source), free(info.stripped);
+	return r;
 }
 
 int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err)
