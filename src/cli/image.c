@@ -1,6 +1,7 @@
 /* `nsbox image build [NAME] | ls | rm NAME`. */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,12 @@ static const char image_usage[] =
 	"Usage: nsbox image build [NAME] [--rebuild] [--mirror URL] [--suite SUITE]\n"
 	"       nsbox image import NAME SOURCE   (tar, docker save, OCI layout, directory)\n"
 	"       nsbox image ls\n"
-	"       nsbox image rm NAME\n";
+	"       nsbox image rm NAME\n"
+	"\n"
+	"  --rebuild       build again even if the image exists\n"
+	"  --mirror URL    the Debian archive to build from (default: the host's apt source)\n"
+	"  --suite SUITE   the Debian release (default: the host's)\n"
+	"  -h, --help      print this help\n";
 
 static int list_one(const char *name)
 {
@@ -33,7 +39,7 @@ static int list_one(const char *name)
  * debootstrap's and apt's hundreds of lines go to the log file only. A
  * child sorts the recipe's output while the library waits for the recipe.
  * Returns its pid and the pipe's write end for the library, or -1. */
-static pid_t start_sorter(int log, int *write_end)
+static pid_t start_sorter(int log, const char *log_path, const char *name, int *write_end)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -48,7 +54,12 @@ static pid_t start_sorter(int log, int *write_end)
 		close(p[1]);
 		FILE *in = fdopen(p[0], "r");
 		char line[4096];
+		bool told = false;
 		while (in && fgets(line, sizeof(line), in)) {
+			/* Said once something runs: a kept image builds nothing. */
+			if (!told)
+				print_msg("building image '%s'; the tools' output goes to %s", name, log_path);
+			told = true;
 			(void) !write(log, line, strlen(line));
 			if (!strncmp(line, "nsbox: [", 8)) {
 				fputs(line, stderr);
@@ -82,32 +93,15 @@ static void print_tail(int log, const char *path, int lines)
 	fprintf(stderr, "%s\n", p);
 }
 
-static int build(int argc, char **argv)
+static int build(nsbox_image_build_options o)
 {
-	nsbox_image_build_options o = { .version = NSBOX_IMAGE_BUILD_OPTIONS_VERSION, .log_fd = 2 };
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--rebuild"))
-			o.rebuild = true;
-		else if (!strcmp(argv[i], "--mirror") && i + 1 < argc)
-			o.mirror = argv[++i];
-		else if (!strcmp(argv[i], "--suite") && i + 1 < argc)
-			o.suite = argv[++i];
-		else if (argv[i][0] != '-' && !o.name)
-			o.name = argv[i];
-		else {
-			print_msg("image build: unexpected argument '%s'\n%s", argv[i], image_usage);
-			return EXIT_SETUP;
-		}
-	}
 	const char *name = o.name ? o.name : "default";
 	const char *tmpdir = getenv("TMPDIR");
 	char log_path[4096];
 	snprintf(log_path, sizeof(log_path), "%s/nsbox-image-build-XXXXXX.log",
 	         tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp");
 	int log = geteuid() == 0 ? mkostemps(log_path, 4, O_CLOEXEC) : -1;
-	pid_t sorter = log >= 0 ? start_sorter(log, &o.log_fd) : -1;
-	if (sorter > 0)
-		print_msg("building image '%s'; the tools' output goes to %s", name, log_path);
+	pid_t sorter = log >= 0 ? start_sorter(log, log_path, name, &o.log_fd) : -1;
 	nsbox_error *e = NULL;
 	int r = nsbox_image_build(&o, &e);
 	if (sorter > 0) {
@@ -152,30 +146,63 @@ static int list(void)
 	return 0;
 }
 
+static int image_fail(nsbox_error *e)
+{
+	print_error(e);
+	nsbox_error_free(e);
+	return EXIT_SETUP;
+}
+
+/* Options anywhere on the line, as for `nsbox run`; each subcommand takes
+ * only its own. */
 int cmd_image(int argc, char **argv)
 {
-	if (argc >= 2 && !strcmp(argv[1], "build"))
-		return build(argc - 2, argv + 2);
-	if (argc == 4 && !strcmp(argv[1], "import")) {
-		nsbox_error *e = NULL;
-		if (nsbox_image_import(argv[2], argv[3], &e) < 0) {
-			print_error(e);
-			nsbox_error_free(e);
-			return EXIT_SETUP;
+	static const struct option opts[] = {
+		{ "rebuild", no_argument, NULL, 'r' },
+		{ "mirror", required_argument, NULL, 'm' },
+		{ "suite", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	nsbox_image_build_options o = { .version = NSBOX_IMAGE_BUILD_OPTIONS_VERSION, .log_fd = 2 };
+	const char *build_only = NULL;
+	int c;
+	opterr = 0;
+	optind = 0;   /* glibc: start afresh, permuting */
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
+		switch (c) {
+		case 'r': o.rebuild = true; build_only = "--rebuild"; break;
+		case 'm': o.mirror = optarg; build_only = "--mirror"; break;
+		case 's': o.suite = optarg; build_only = "--suite"; break;
+		case 'h': fputs(image_usage, stdout); return 0;
+		case ':': print_msg("image: option '%s' needs a value", argv[optind - 1]); return EXIT_SETUP;
+		default: print_msg("image: unknown option '%s' (see 'nsbox image --help')", argv[optind - 1]); return EXIT_SETUP;
 		}
-		return list_one(argv[2]);
+	const char *sub = optind < argc ? argv[optind] : NULL;
+	int nargs = sub ? argc - optind - 1 : 0;
+	char **args = argv + optind + 1;
+	if (!sub) {
+		fputs(image_usage, stderr);
+		return EXIT_SETUP;
 	}
-	if (argc == 2 && !strcmp(argv[1], "ls"))
+	if (build_only && strcmp(sub, "build") != 0) {
+		print_msg("image %s: '%s' is an option of 'image build'", sub, build_only);
+		return EXIT_SETUP;
+	}
+	nsbox_error *e = NULL;
+	if (!strcmp(sub, "build") && nargs <= 1) {
+		o.name = nargs ? args[0] : NULL;
+		return build(o);
+	}
+	if (!strcmp(sub, "import") && nargs == 2)
+		return nsbox_image_import(args[0], args[1], &e) < 0 ? image_fail(e) : list_one(args[0]);
+	if (!strcmp(sub, "ls") && nargs == 0)
 		return list();
-	if (argc == 3 && !strcmp(argv[1], "rm")) {
-		nsbox_error *e = NULL;
-		if (nsbox_image_remove(argv[2], &e) < 0) {
-			print_error(e);
-			nsbox_error_free(e);
-			return EXIT_SETUP;
-		}
-		return 0;
-	}
-	fputs(image_usage, argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
-	return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : EXIT_SETUP;
+	if (!strcmp(sub, "rm") && nargs == 1)
+		return nsbox_image_remove(args[0], &e) < 0 ? image_fail(e) : 0;
+	if (strcmp(sub, "build") && strcmp(sub, "import") && strcmp(sub, "ls") && strcmp(sub, "rm"))
+		print_msg("image: unknown subcommand '%s' (see 'nsbox image --help')", sub);
+	else
+		print_msg("image %s: wrong number of arguments\n%s", sub, image_usage);
+	return EXIT_SETUP;
 }
