@@ -6,9 +6,15 @@
 
 /* mkdir -p: every missing component with `mode`. 0 or -errno. */
 int mkdir_p(const char *path, mode_t mode);
-/* rm -rf that never leaves its filesystem (a mount left inside, such as a
- * failed build's /proc, is not descended into) nor follows a link. 0, or
- * -errno (-ENOTEMPTY when something could not go). */
+/* rm -rf, for trees whose content may be hostile (an image, a workspace's
+ * upper layer): iterative, to any depth, with one directory fd at a time and
+ * no path longer than a name; never follows a link nor enters another
+ * filesystem (a mount left inside, such as a failed build's /proc, stops it
+ * with -EXDEV). 0 or -errno. */
 int remove_tree(const char *path);
+/* The same for `name` (one component) of directory `dirfd`. */
+int remove_beneath(int dirfd, const char *name);
+/* Empty the directory open at `fd` (its entries go, it stays). */
+int empty_dir_at(int fd);
 
 #endif

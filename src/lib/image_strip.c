@@ -139,38 +139,3 @@ int strip_tree(int dirfd, image_stripped *s)
 	return strip_dir(fd, st.st_dev, 0, s);
 }
 
-static int remove_at(int dfd, const char *name, dev_t dev, int depth)
-{
-	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	if (st.st_dev != dev || depth > MAX_DEPTH)
-		return -EXDEV;
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	struct dirent *e;
-	int r = 0;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			r = remove_at(dirfd(d), e->d_name, dev, depth + 1) ?: r;
-	closedir(d);
-	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? (r ?: -errno) : r;
-}
-
-int remove_beneath(int dirfd, const char *name)
-{
-	struct stat st;
-	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
-		return -EINVAL;
-	if (fstat(dirfd, &st) < 0)
-		return -errno;
-	return remove_at(dirfd, name, st.st_dev, 0);
-}

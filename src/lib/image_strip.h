@@ -21,9 +21,6 @@ bool strip_entry(struct archive_entry *e, image_stripped *s);
  * over every import): beneath `dirfd`, never following a link nor leaving
  * its filesystem. 0 or -errno. */
 int strip_tree(int dirfd, image_stripped *s);
-/* rm -rf `name` (one component) of directory `dirfd`, without following a
- * link or crossing a mount. 0 or -errno. */
-int remove_beneath(int dirfd, const char *name);
 /* openat2 of `rel` beneath `dirfd`: no symlink, no "..", no mount crossed. */
 int open_beneath(int dirfd, const char *rel, int flags);
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "cleanup.h"
 #include "image_strip.h"
 #include "import.h"

@@ -160,7 +160,7 @@ int nsbox_session_discard(const char *name, nsbox_error **err)
 	int lock = session_open_locked(name, &s, err);
 	if (lock < 0)
 		return lock;
-	int r = ws_remove_tree(s.dir);
+	int r = remove_tree(s.dir);
 	close(lock);
 	return r < 0 ? nsbox_err(err, -r, "session", "remove session '%s' ('%s')", name, s.dir) : 0;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "buf.h"
 #include "cleanup.h"
 #include "conf.h"
@@ -43,7 +44,7 @@ static int remove_at(int at, const char *name)
 	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	int r = ws_empty_dir(fd);
+	int r = empty_dir_at(fd);
 	close(fd);
 	return r < 0 ? r : unlinkat(at, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }

@@ -87,11 +87,6 @@ void ws_plan_free(ws_plan *w);
 
 /* Does `path` match the glob (with "**" for any number of directories)? */
 bool ws_glob_match(const char *glob, const char *path);
-/* rm -rf for trees the overlay made (its work directory has mode 000), at
- * any depth, never following a symlink; ws_empty_dir empties the directory
- * `fd` the same way. */
-int ws_remove_tree(const char *path);
-int ws_empty_dir(int fd);
 /* Take the lock of the session in `dir` (no waiting): its fd, -EBUSY when
  * another run or command holds it, or another -errno. */
 int ws_session_lock(const char *dir);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "strv.h"
 #include "unit.h"
 #include "workspace.h"
@@ -33,7 +34,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	ck_assert_int_eq(ws_remove_tree(base), 0);
+	ck_assert_int_eq(remove_tree(base), 0);
 }
 
 static const ws_change *find(const ws_change *v, size_t n, const char *path)

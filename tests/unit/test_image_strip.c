@@ -11,6 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "image_strip.h"
 #include "unit.h"
 
