@@ -40,8 +40,14 @@ bool strip_entry(struct archive_entry *e, image_stripped *s)
 	mode_t perm = archive_entry_perm(e);
 	if (type != AE_IFDIR && (perm & 06000)) {
 		s->setid++;
-		archive_entry_set_perm(e, perm & ~(mode_t) 06000);
+		perm &= ~(mode_t) 06000;
 	}
+	/* The store is traversable by every local user: nothing in it may be
+	 * writable by group or others (an image's 1777 /var/tmp would be a
+	 * shared drop box). The root is read-only inside, so nothing is lost. */
+	if (type != AE_IFLNK)
+		perm &= ~(mode_t) 022;
+	archive_entry_set_perm(e, perm);
 	const char *name;
 	const void *value;
 	size_t size;
@@ -74,9 +80,9 @@ static int strip_file(int dfd, const char *name, const struct stat *st, image_st
 		return -ESTALE;
 	}
 	int r = 0;
-	if (st->st_mode & 06000) {
-		s->setid++;
-		if ((fd >= 0 ? fchmod(fd, st->st_mode & 01777) : fchmodat(dfd, name, st->st_mode & 01777, 0)) < 0)
+	if (st->st_mode & 06022) {
+		s->setid += !!(st->st_mode & 06000);
+		if ((fd >= 0 ? fchmod(fd, st->st_mode & 01755) : fchmodat(dfd, name, st->st_mode & 01755, 0)) < 0)
 			r = -errno;
 	}
 	/* Looked up first: removing a security.* attribute needs privilege
@@ -120,7 +126,14 @@ static int strip_dir(int fd, dev_t dev, int depth, image_stripped *s)
 		if (st.st_dev != dev)
 			continue;   /* a mount left inside (a build's /proc): not ours */
 		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		r = sub < 0 ? -errno : strip_dir(sub, dev, depth + 1, s);
+		/* No directory writable by group or others (see strip_entry). */
+		if (sub < 0)
+			r = -errno;
+		else if ((st.st_mode & 022) && fchmod(sub, st.st_mode & 07755) < 0) {
+			r = -errno;
+			close(sub);
+		} else
+			r = strip_dir(sub, dev, depth + 1, s);
 	}
 	closedir(d);
 	return r;

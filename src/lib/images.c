@@ -171,7 +171,8 @@ int image_write_meta(const char *dir, const char *name, const char *source, cons
 	buf_printf(&b, ",\"created\":\"%s\",\"size_bytes\":%llu,\"source\":", stamp,
 	           (unsigned long long) du_total);
 	json_cstr(&b, source);
-	buf_printf(&b, ",\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu}}\n", s->setid,
+	/* v2: group/other write bits are cleared too. */
+	buf_printf(&b, ",\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu,\"v\":2}}\n", s->setid,
 	           s->caps, s->devices);
 	_cleanup_free_ char *text = buf_steal(&b);
 	snprintf(path, sizeof(path), "%.4000s/meta.json", dir);
@@ -187,10 +188,17 @@ int image_write_meta(const char *dir, const char *name, const char *source, cons
 }
 
 /* Put the finished build at <store>/<name>, replacing an older one. */
-int image_install(const char *store, const char *name, const char *tmp, nsbox_error **err)
+int image_install(const char *store, const char *name, const char *tmp, bool replace, nsbox_error **err)
 {
 	char final[PATH_MAX], old[PATH_MAX];
 	snprintf(final, sizeof(final), "%s/%s", store, name);
+	/* An import never replaces: a concurrent one of the same name that
+	 * finished first keeps its image, and this one fails. */
+	if (!replace)
+		return renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0
+			? nsbox_err_hint(err, errno, "image", "remove it first with 'nsbox image rm NAME'",
+			                 "install the image at '%s'", final)
+			: 0;
 	snprintf(old, sizeof(old), "%s/.old-%s-%d", store, name, (int) getpid());
 	bool had = access(final, F_OK) == 0;
 	if (had && rename(final, old) < 0)
@@ -251,7 +259,7 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 	r = r ?: image_write_meta(tmp, name, source, &stripped, err);
 	if (r == 0 && chmod(tmp, 0755) < 0)
 		r = nsbox_err(err, errno, "image", "chmod '%s'", tmp);
-	r = r ?: image_install(store, name, tmp, err);
+	r = r ?: image_install(store, name, tmp, true, err);
 	if (r < 0)
 		(void) remove_tree(tmp);
 	return r;
@@ -285,7 +293,7 @@ static int read_meta(const char *dir, nsbox_image_info *info)
 	    asprintf(&info->stripped, "%lu setuid/setgid bits, %lu file capabilities, %lu device nodes", setid, caps,
 	             devices) < 0)
 		info->stripped = NULL;
-	if (!strstr(text, "\"stripped\":"))
+	if (!strstr(text, "\"stripped\":") || !strstr(text, "\"v\":2}"))
 		info->stripped = strdup("not done: made by an older nsbox that kept setuid files and devices; "
 		                        "rebuild it (root's: nsbox image build NAME) or import it again");
 	return 0;

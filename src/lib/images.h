@@ -14,6 +14,6 @@ char *image_store(bool system);
 bool image_name_valid(const char *name);
 int image_write_meta(const char *dir, const char *name, const char *source, const image_stripped *s,
                      nsbox_error **err);
-int image_install(const char *store, const char *name, const char *tmp, nsbox_error **err);
+int image_install(const char *store, const char *name, const char *tmp, bool replace, nsbox_error **err);
 
 #endif

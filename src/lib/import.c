@@ -400,7 +400,7 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	}
 	if (r == 0 && chmod(tmp, 0755) < 0)
 		r = nsbox_err(err, errno, "image", "import '%s': chmod '%s'", source, tmp);
-	r = r ?: image_install(store, name, tmp, err);
+	r = r ?: image_install(store, name, tmp, false, err);
 	if (im.root_fd >= 0)
 		close(im.root_fd);
 	if (r < 0)

@@ -198,7 +198,8 @@ int layer_extract(importer *im, int layer, nsbox_error **err)
 	if (!im->rootless)
 		flags |= ARCHIVE_EXTRACT_OWNER;
 	archive_write_disk_set_options(w, flags);
-	archive_write_disk_set_standard_lookup(w);
+	/* Owners by number only: an image's user names mean nothing on this
+	 * host (uname "alice" must not make a file alice's). */
 	struct archive_entry *e;
 	int r = 0, rr;
 	while (r == 0 && (rr = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
