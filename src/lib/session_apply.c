@@ -115,12 +115,20 @@ static bool target_inside(const char *rel, const char *target)
 	long depth = 0;
 	for (const char *p = rel; *p; p++)
 		depth += *p == '/';
+	bool named = false;
 	for (const char *p = target; *p;) {
 		size_t n = strcspn(p, "/");
+		/* ".." only before any name: a name may itself be a symlink the
+		 * session makes ("q -> ." then "q/q/../../x"), which the text
+		 * alone cannot count. */
+		if (n == 2 && !strncmp(p, "..", 2) && named)
+			return false;
 		if (n == 2 && !strncmp(p, "..", 2))
 			depth--;
-		else if (n && !(n == 1 && *p == '.'))
+		else if (n && !(n == 1 && *p == '.')) {
 			depth++;
+			named = true;
+		}
 		if (depth < 0)
 			return false;
 		p += n + (p[n] == '/');
