@@ -325,12 +325,19 @@ int proxy_sniff_http(const char *data, size_t len)
 {
 	/* A method (letters), then a blank: enough of a request line for a
 	 * lenient server to take it as one. */
-	for (size_t i = 0; i < len && i <= 16; i++) {
+	/* Servers skip empty lines before a request line (RFC 9112 2.2):
+	 * so do we, and a long run of them is taken as HTTP (refused). */
+	size_t at = 0;
+	while (at < len && at < 64 && strchr("\r\n \t", data[at]))
+		at++;
+	if (at == len)
+		return at >= 64 ? 1 : -EAGAIN;
+	for (size_t i = at; i < len && i <= at + 16; i++) {
 		unsigned char c = (unsigned char) data[i];
-		if (i > 0 && (c == ' ' || c == '\t'))
+		if (i > at && (c == ' ' || c == '\t'))
 			return 1;
 		if (!isalpha(c))
 			return 0;
 	}
-	return len > 16 ? 0 : -EAGAIN;
+	return len > at + 16 ? 0 : -EAGAIN;
 }

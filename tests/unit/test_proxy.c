@@ -240,9 +240,14 @@ START_TEST(test_sniff_http)
 	ck_assert_int_eq(proxy_sniff_http("GET / HTTP/1.1\r\n", 16), 1);
 	ck_assert_int_eq(proxy_sniff_http("get\t/", 5), 1);
 	ck_assert_int_eq(proxy_sniff_http("GE", 2), -EAGAIN);
+	/* the review's bypass: empty lines first, as lenient servers skip them */
+	ck_assert_int_eq(proxy_sniff_http("\r\n\r\nGET /a HTTP/1.1\r\n", 21), 1);
+	ck_assert_int_eq(proxy_sniff_http("\n\nGET /a", 8), 1);
+	ck_assert_int_eq(proxy_sniff_http("\r\n", 2), -EAGAIN);
 	ck_assert_int_eq(proxy_sniff_http("SSH-2.0-x\r\n", 11), 0);
 	ck_assert_int_eq(proxy_sniff_http("\x16\x03\x01", 3), 0);
-	ck_assert_int_eq(proxy_sniff_http(" GET", 4), 0);
+	ck_assert_int_eq(proxy_sniff_http(" GET", 4), -EAGAIN);
+	ck_assert_int_eq(proxy_sniff_http(" GET / HTTP/1.1", 15), 1);
 	ck_assert_int_eq(proxy_sniff_http("AAAAAAAAAAAAAAAAAAAAAAAA", 24), 0);
 }
 END_TEST
