@@ -168,12 +168,13 @@ int image_write_meta(const char *dir, const char *name, const char *source, cons
 	buf b = { 0 };
 	buf_puts(&b, "{\"name\":");
 	json_cstr(&b, name);
-	buf_printf(&b, ",\"created\":\"%s\",\"size_bytes\":%llu,\"source\":", stamp,
-	           (unsigned long long) du_total);
+	/* v2: group/other write bits are cleared too. The source, a path of
+	 * any length, comes last. */
+	buf_printf(&b, ",\"created\":\"%s\",\"size_bytes\":%llu,", stamp, (unsigned long long) du_total);
+	buf_printf(&b, "\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu,\"v\":2},\"source\":",
+	           s->setid, s->caps, s->devices);
 	json_cstr(&b, source);
-	/* v2: group/other write bits are cleared too. */
-	buf_printf(&b, ",\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu,\"v\":2}}\n", s->setid,
-	           s->caps, s->devices);
+	buf_puts(&b, "}\n");
 	_cleanup_free_ char *text = buf_steal(&b);
 	snprintf(path, sizeof(path), "%.4000s/meta.json", dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -267,12 +268,17 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 
 static int read_meta(const char *dir, nsbox_image_info *info)
 {
-	char path[PATH_MAX], text[4096];
+	/* A source path escaped in JSON may take six bytes a character. */
+	enum { META_MAX = 65536 };
+	char path[PATH_MAX];
+	_cleanup_free_ char *text = malloc(META_MAX);
+	if (!text)
+		return -ENOMEM;
 	snprintf(path, sizeof(path), "%.4000s/meta.json", dir);
 	/* Never blocks nor follows: only our own regular file is read. */
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
-	ssize_t n = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : -1;
+	ssize_t n = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, META_MAX - 1) : -1;
 	if (fd >= 0)
 		close(fd);
 	if (n <= 0)
