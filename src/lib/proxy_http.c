@@ -99,7 +99,13 @@ static bool hop_header(const char *line, size_t n)
 	                                   "x-original-host:" };
 	for (size_t i = 0; i < sizeof(hop) / sizeof(*hop); i++) {
 		size_t l = strlen(hop[i]);
-		if (n >= l && !strncasecmp(line, hop[i], l))
+		if (n < l)
+			continue;
+		/* Some servers (CGI, PHP, WSGI) read "_" as "-": so do we. */
+		size_t k = 0;
+		while (k < l && (tolower((unsigned char) line[k]) == hop[i][k] || (line[k] == '_' && hop[i][k] == '-')))
+			k++;
+		if (k == l)
 			return true;
 	}
 	return false;

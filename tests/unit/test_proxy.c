@@ -232,6 +232,11 @@ START_TEST(test_framing)
 	                       "X-Host: b.test\r\nX-Original-Host: b.test\r\nX-Forwarded-Server: b.test\r\n\r\n", &r, &why), 0);
 	ck_assert_str_eq(r.head, "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
 	proxy_req_clear(&r);
+	/* ...in the spelling with "_" that CGI-style servers read as "-" */
+	ck_assert_int_eq(parse("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX_Forwarded_Host: b.test\r\n"
+	                       "x_original_host: b.test\r\nX-Forwarded_Server: b.test\r\nX_Host: b.test\r\n\r\n", &r, &why), 0);
+	ck_assert_str_eq(r.head, "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+	proxy_req_clear(&r);
 }
 END_TEST
 
