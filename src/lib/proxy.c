@@ -232,6 +232,8 @@ static void try_connect(conn *c)
 		struct addrinfo *a = c->next_ai;
 		c->next_ai = a->ai_next;
 		const char *what = proxy_addr_class(a->ai_addr);
+		if (!what)
+			what = proxy_addr_route(a->ai_addr);
 		if (what && !proxy_addr_listed(&c->px->allow, a->ai_addr, c->req.port)) {
 			if (!c->refused[0]) {
 				char addr[INET6_ADDRSTRLEN];

@@ -58,6 +58,10 @@ struct sockaddr;
  * the supervisor's side, refused unless listed itself (proxy_addr_listed). */
 const char *proxy_addr_class(const struct sockaddr *sa);
 bool proxy_addr_listed(const strv *allow, const struct sockaddr *sa, unsigned port);
+/* NULL when the kernel routes the address off this host (a unicast route
+ * in the caller's network namespace), else why not ("this host's own":
+ * the host's public addresses too). A failed lookup is not NULL. */
+const char *proxy_addr_route(const struct sockaddr *sa);
 void proxy_addr_str(const struct sockaddr *sa, char *out, size_t size);
 
 /* The first TLS record of a tunnel, if it is a ClientHello: 1 with the
