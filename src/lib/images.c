@@ -22,6 +22,8 @@
 #include "buf.h"
 #include "cleanup.h"
 #include "error.h"
+#include "idmap.h"
+#include "image_owners.h"
 #include "images.h"
 #include "json.h"
 
@@ -148,11 +150,12 @@ static int run_recipe(const char *dest, const char *mirror, const char *suite, c
  * (debootstrap's dev/) neither: the sandbox makes its own /dev. */
 static int strip_built(const char *dest, image_stripped *s, nsbox_error **err)
 {
-	int fd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int r = fd < 0 ? -errno : strip_tree(fd, s);
-	if (fd >= 0)
-		close(fd);
-	return r < 0 ? nsbox_err(err, -r, "image", "strip set-id bits and device nodes from '%s'", dest) : 0;
+	if (r < 0)
+		return nsbox_err(err, -r, "image", "strip set-id bits and device nodes from '%s'", dest);
+	/* Only root builds: its store is shifted (image_owners.c). */
+	return image_shift_owners(fd, dest, err);
 }
 
 int image_write_meta(const char *dir, const char *name, const char *source, const image_stripped *s,
@@ -315,7 +318,14 @@ static int strip_old(const char *store, const char *name, nsbox_error **err)
 	nsbox_image_info info = { 0 };
 	if (read_meta(dir, &info) < 0 || !info.stripped || strncmp(info.stripped, "not done", 8)) {
 		free(info.created), free(info.source), free(info.stripped);
-		return 0;
+		/* Stripped, but perhaps stored with the image's own owners (an
+		 * nsbox before the shift): shift it now. The root directory is
+		 * shifted last, so an interrupted pass is seen and finished. */
+		_cleanup_close_ int fd = open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return nsbox_err(err, errno, "image", "open '%s'", rootfs);
+		return st.st_uid < NSBOX_RANGE_COUNT ? image_shift_owners(fd, rootfs, err) : 0;
 	}
 	image_stripped s = { 0 };
 	int r = strip_built(rootfs, &s, err);
@@ -324,12 +334,26 @@ static int strip_old(const char *store, const char *name, nsbox_error **err)
 	return r;
 }
 
+/* Root's image stored with its own owners (an older nsbox): a host user
+ * whose id the image uses owns those files. Said where image ls looks. */
+static void note_unshifted(nsbox_image_info *v)
+{
+	static const char note[] = "owners not shifted: host users with the image's ids own its files; "
+	                           "run 'nsbox image build NAME' as root to shift them";
+	char *text = NULL;
+	if (asprintf(&text, "%s%s%s", v->stripped ? v->stripped : "", v->stripped ? "; " : "", note) < 0)
+		return;
+	free(v->stripped);
+	v->stripped = text;
+}
+
 int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err)
 {
 	if (!out || !count)
 		return nsbox_err(err, EINVAL, "image", "list images: missing argument");
 	*out = NULL;
 	*count = 0;
+	_cleanup_free_ char *root_store = image_store(true);
 	for (int pass = 0; pass < 2; pass++) {
 		_cleanup_free_ char *store = image_store(pass == 1);
 		_cleanup_free_ char *user_store = pass == 1 ? image_store(false) : NULL;
@@ -354,6 +378,10 @@ int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err)
 			*out = v;
 			v[*count] = (nsbox_image_info){ .name = strdup(e->d_name), .path = strdup(rootfs) };
 			(void) read_meta(dir, &v[*count]);
+			struct stat st;
+			if (root_store && !strcmp(store, root_store) && stat(rootfs, &st) == 0 &&
+			    st.st_uid < NSBOX_RANGE_COUNT)
+				note_unshifted(&v[*count]);
 			(*count)++;
 		}
 		if (d)

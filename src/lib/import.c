@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "cleanup.h"
 #include "error.h"
+#include "image_owners.h"
 #include "image_strip.h"
 #include "images.h"
 #include "import.h"
@@ -393,6 +394,9 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 		r = nsbox_err(err, -sr, "image", "import '%s': strip set-id bits and device nodes", source);
 	if (r == 0)
 		add_resolv_conf(im.root_fd);
+	/* Root's store: no host user may own a file of it. */
+	if (r == 0 && !im.rootless)
+		r = image_shift_owners(im.root_fd, source, err);
 	if (r == 0) {
 		char src[PATH_MAX + 64];
 		import_path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);

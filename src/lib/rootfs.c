@@ -2,14 +2,18 @@
  * namespace, so that its files keep their owners as the sandbox sees them
  * (root's files are root's, as under Docker) instead of reading as nobody's.
  * The mapping is the sandbox's own: image id N is host id base+N, which is
- * id N inside and never host root. Parent side; the tree travels to the
- * child with the go-ahead. */
+ * id N inside and never host root. Root's own store needs none of it
+ * (see below). Parent side; the tree travels to the child with the
+ * go-ahead. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "cleanup.h"
+#include "image_owners.h"
 #include "plan.h"
 #include "syscalls.h"
 
@@ -17,6 +21,15 @@ int rootfs_idmapped(const nsbox_plan *p, pid_t pid)
 {
 	if (!p->root_range)
 		return -EOPNOTSUPP;   /* rootless: only the host's root may idmap */
+	/* Root's images are stored shifted into the sandbox's own range
+	 * (image_owners.c): the child's plain clone shows their owners right,
+	 * and costs no mapping. A tree with the image's own ids on it (an
+	 * older store, a --rootfs directory) is idmapped. */
+	struct stat st;
+	if (fstat(p->rootfs_fd, &st) < 0)
+		return -errno;
+	if (image_owners_shifted(&st, p->host_setup_uid, p->host_setup_gid))
+		return -EOPNOTSUPP;
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
