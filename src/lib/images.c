@@ -334,12 +334,11 @@ static int strip_old(const char *store, const char *name, nsbox_error **err)
 	return r;
 }
 
-/* Root's image stored with its own owners (an older nsbox): a host user
- * whose id the image uses owns those files. Said where image ls looks. */
-static void note_unshifted(nsbox_image_info *v)
+/* Root's image stored with its own owners (an older nsbox: a host user
+ * whose id the image uses owns those files), or shifted for a range that
+ * has since changed: said where image ls looks. */
+static void note_owners(nsbox_image_info *v, const char *note)
 {
-	static const char note[] = "owners not shifted: host users with the image's ids own its files; "
-	                           "run 'nsbox image build NAME' as root to shift them";
 	char *text = NULL;
 	if (asprintf(&text, "%s%s%s", v->stripped ? v->stripped : "", v->stripped ? "; " : "", note) < 0)
 		return;
@@ -379,9 +378,16 @@ int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err)
 			v[*count] = (nsbox_image_info){ .name = strdup(e->d_name), .path = strdup(rootfs) };
 			(void) read_meta(dir, &v[*count]);
 			struct stat st;
-			if (root_store && !strcmp(store, root_store) && stat(rootfs, &st) == 0 &&
-			    st.st_uid < NSBOX_RANGE_COUNT)
-				note_unshifted(&v[*count]);
+			root_ids ri;
+			if (root_store && !strcmp(store, root_store) && stat(rootfs, &st) == 0) {
+				if (st.st_uid < NSBOX_RANGE_COUNT)
+					note_owners(&v[*count], "owners not shifted: host users with the image's ids own "
+					                        "its files; run 'nsbox image build NAME' as root to shift them");
+				else if (idmap_root_ids("/etc/subuid", "/etc/subgid", &ri, NULL) == 0 &&
+				         !image_owners_shifted(&st, (uint32_t) ri.uid.start, (uint32_t) ri.gid.start))
+					note_owners(&v[*count], "stored for another id range than root's sandboxes now use "
+					                        "(its files read as nobody's): import or build it again");
+			}
 			(*count)++;
 		}
 		if (d)
