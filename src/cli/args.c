@@ -31,6 +31,7 @@ const char run_usage[] =
 	"      --session NAME      keep the workspace changes for review (nsbox session ...)\n"
 	"      --workspace-mode M  overlay (default), ro, or rw (writes through, captures nothing)\n"
 	"      --workspace-max-size SIZE  bound the captured changes (default 1g)\n"
+	"      --workspace-max-files N  bound their number of files (default 500000)\n"
 	"  -w, --workdir DIR       working directory inside (/)\n"
 	"  -e, --env NAME=VALUE    set a variable (the environment is otherwise cleared)\n"
 	"      --env-pass NAME     copy a variable from this environment\n"
@@ -55,7 +56,7 @@ enum {
 	OPT_IMAGE = 256, OPT_ROOTFS, OPT_POLICY, OPT_CPUS, OPT_PIDS, OPT_TIMEOUT, OPT_TMPFS,
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
-	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE,
+	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE, OPT_WS_MAX_FILES,
 	OPT_ALLOW_HOST_LOOPBACK,
 };
 
@@ -89,6 +90,7 @@ static const struct option long_opts[] = {
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "workspace-mode", required_argument, NULL, OPT_WS_MODE },
 	{ "workspace-max-size", required_argument, NULL, OPT_WS_MAX_SIZE },
+	{ "workspace-max-files", required_argument, NULL, OPT_WS_MAX_FILES },
 	{ "require-cgroup", no_argument, NULL, OPT_REQUIRE_CGROUP },
 	{ "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
 	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
@@ -112,6 +114,7 @@ static const struct { int opt; const char *name, *key; } option_keys[] = {
 	{ OPT_WORKSPACE, "--workspace", "workspace.path" }, { OPT_SESSION, "--session", "workspace.session" },
 	{ OPT_WS_MODE, "--workspace-mode", "workspace.mode" },
 	{ OPT_WS_MAX_SIZE, "--workspace-max-size", "workspace.max_size" },
+	{ OPT_WS_MAX_FILES, "--workspace-max-files", "workspace.max_files" },
 };
 
 /* NSBOX_* variables, between the policy and the options in precedence. */

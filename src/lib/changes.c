@@ -271,6 +271,17 @@ static bool is_opaque(int fd)
 	return fgetxattr(fd, "user.overlay.opaque", opaque, sizeof(opaque) - 1) > 0 && opaque[0] == 'y';
 }
 
+/* A directory of the upper layer that cannot be opened (a payload's mode
+ * 000, where the caller may not override it): what it holds is unknown,
+ * which is said, never skipped: apply refuses a session with it. */
+static void unreadable(scan *s, const char *path, mode_t mode)
+{
+	if (errno != ENOMEM)
+		add(s, path, "error", "unreadable", mode, NULL);
+	else
+		s->err = -ENOMEM;
+}
+
 /* One entry of the directory on top of the stack: what changed; *descend
  * gets the fds of a directory to enter. */
 static void entry(scan *s, frame *f, const char *name, int *usub, int *lsub)
@@ -299,14 +310,16 @@ static void entry(scan *s, frame *f, const char *name, int *usub, int *lsub)
 		add_denied(s, path, in_lower ? "type_changed" : "added", type_name(us.st_mode), mode, target,
 		           any_match(s->deny, path) || (replaced_dir && below_denied(s->deny, ldir, name, path)) ||
 		           (replaced_dir && S_ISLNK(us.st_mode) && could_match_below(s->deny, path)));
-		if (S_ISDIR(us.st_mode))
-			*usub = openat(udir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (S_ISDIR(us.st_mode) && (*usub = openat(udir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			unreadable(s, path, mode);
 		goto out;
 	}
 	if (S_ISDIR(us.st_mode)) {
 		if ((mode & 07777) != (ls.st_mode & 07777))
 			add(s, path, "modified", "mode", mode, NULL);
 		*usub = openat(udir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (*usub < 0)
+			unreadable(s, path, mode);
 		*lsub = openat(ldir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (*usub >= 0 && *lsub >= 0 && is_opaque(*usub))
 			lower_gone(s, *usub, *lsub, path);

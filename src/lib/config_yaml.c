@@ -84,6 +84,7 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	buf_printf(&b, "  mode: %s\n", config_ws_modes[c->workspace_mode]);
 	format_size(c->workspace_max_size, tmp, sizeof(tmp));
 	buf_printf(&b, "  max_size: %s\n", tmp);
+	buf_printf(&b, "  max_files: %llu\n", (unsigned long long) c->workspace_max_files);
 	if (c->workspace)
 		kv(&b, "  ", "path", c->workspace);
 	if (c->session)

@@ -112,7 +112,9 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->changes_err = sb->changes_err;
 	r->upper_bytes = sb->upper_bytes;
 	r->max_bytes = sb->plan->ws.max_bytes;
+	r->max_files = sb->plan->ws.max_files;
 	r->ws_limit_hit = sb->ws_limit_hit;
+	r->ws_limit = sb->ws_limit;
 	r->session = sb->plan->ws.session ? strdup(sb->plan->ws.session) : NULL;
 	r->proxy = sb->plan->proxy;
 	r->net_allowed = sb->net_allowed;
@@ -171,7 +173,16 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	}
 	/* Killed by the supervisor for the workspace's size (or found over it
 	 * at the end): say so where a reader looks for why. */
-	if (sb->ws_limit_hit && !r->error)
+	if (sb->ws_limit_hit && !r->error && sb->ws_limit && !strcmp(sb->ws_limit, "max_files"))
+		(void) nsbox_err(&r->error, EDQUOT, "workspace",
+		                 "the workspace's changes passed workspace.max_files (%llu files, directories and links)",
+		                 (unsigned long long) sb->plan->ws.max_files);
+	else if (sb->ws_limit_hit && !r->error && sb->ws_limit && !strcmp(sb->ws_limit, "unreadable"))
+		(void) nsbox_err(&r->error, EFBIG, "workspace",
+		                 "the workspace's changes grew near workspace.max_size (%llu bytes) and hold a "
+		                 "directory the size count cannot read: taken as over",
+		                 (unsigned long long) sb->plan->ws.max_bytes);
+	else if (sb->ws_limit_hit && !r->error)
 		(void) nsbox_err(&r->error, EFBIG, "workspace",
 		                 "the workspace's changes (%llu bytes) passed workspace.max_size (%llu bytes)",
 		                 (unsigned long long) sb->upper_bytes, (unsigned long long) sb->plan->ws.max_bytes);

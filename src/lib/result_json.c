@@ -185,8 +185,11 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	limits(&b, r->cfg, r->enforced_by);
 	isolation(&b, r);
 	network(&b, r);
+	/* A payload decides how many changes there are: the record keeps the
+	 * first RECORD_CHANGES_MAX (in path order) and counts them all; the
+	 * session's own listing (nsbox session changes) has every one. */
 	buf_puts(&b, ",\"changes\":[");
-	for (size_t i = 0; i < r->n_changes; i++) {
+	for (size_t i = 0; i < r->n_changes && i < RECORD_CHANGES_MAX; i++) {
 		const ws_change *c = &r->changes[i];
 		buf_puts(&b, i ? ",{\"path\":" : "{\"path\":");
 		json_cstr(&b, c->path);
@@ -197,9 +200,14 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	if (r->have_workspace) {
 		buf_puts(&b, ",\"session\":");
 		json_cstr(&b, r->session);
-		buf_printf(&b, ",\"workspace\":{\"upper_bytes\":%llu,\"max_bytes\":%llu", (unsigned long long) r->upper_bytes,
-		           (unsigned long long) r->max_bytes);
+		buf_printf(&b, ",\"changes_total\":%zu", r->n_changes);
+		bool_field(&b, "changes_truncated", r->n_changes > RECORD_CHANGES_MAX);
+		buf_printf(&b, ",\"workspace\":{\"upper_bytes\":%llu,\"max_bytes\":%llu,\"max_files\":%llu",
+		           (unsigned long long) r->upper_bytes, (unsigned long long) r->max_bytes,
+		           (unsigned long long) r->max_files);
 		bool_field(&b, "limit_hit", r->ws_limit_hit);
+		buf_puts(&b, ",\"limit\":");
+		json_cstr(&b, r->ws_limit_hit ? (r->ws_limit ? r->ws_limit : "max_size") : NULL);
 		buf_puts(&b, ",\"scan_error\":");
 		json_cstr(&b, r->changes_err < 0 ? strerror(-r->changes_err) : NULL);
 		buf_puts(&b, "}");

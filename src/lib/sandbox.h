@@ -57,7 +57,8 @@ struct nsbox_sandbox {
 	size_t n_changes;
 	int changes_err;      /* -errno if they could not be read */
 	uint64_t upper_bytes; /* the workspace's upper layer, on disk */
-	bool ws_limit_hit;    /* it passed workspace.max_size: killed */
+	bool ws_limit_hit;    /* it passed workspace.max_size or max_files: killed */
+	const char *ws_limit; /* ...which: "max_size", "max_files", "unreadable" */
 	netuser net;          /* --network user: the helper */
 	proxy *proxy;         /* --allow-host, once the child passed its socket */
 	proxy_log net_allowed, net_denied;   /* what it let through and refused */
@@ -98,8 +99,9 @@ struct nsbox_result {
 	ws_change *changes;   /* owned */
 	size_t n_changes;
 	int changes_err;
-	uint64_t upper_bytes, max_bytes;
+	uint64_t upper_bytes, max_bytes, max_files;
 	bool ws_limit_hit;
+	const char *ws_limit;
 	char *session;
 	denied_call *denied;  /* owned */
 	size_t n_denied;

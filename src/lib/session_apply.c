@@ -199,7 +199,9 @@ static int check(const char *name, const session *s, int root, step *st, size_t 
 		char denied[64];
 		bool forceable = true;
 		if (!strcmp(c->kind, "error")) {
-			problem = "too deep for the scan (more than 128 levels): nothing below it can be applied";
+			problem = c->detail && !strcmp(c->detail, "unreadable")
+				? "a directory the scan could not read (its mode forbids it): nothing below it is known"
+				: "too deep for the scan (more than 128 levels): nothing below it can be applied";
 			forceable = false;
 		} else if (c->denied) {
 			snprintf(denied, sizeof(denied), "is %s, and workspace.deny_changes denies it", c->kind);

@@ -229,6 +229,7 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 				(void) read(ws_fd, &tick, sizeof(tick));
 				if (!sb->ws_limit_hit && ws_over_bound(&sb->plan->ws)) {
 					sb->ws_limit_hit = true;
+					sb->ws_limit = sb->plan->ws.over;
 					(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
 				}
 				break;
@@ -281,8 +282,11 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	ws_plan *w = &sb->plan->ws;
 	if (w->active && w->mode == WS_OVERLAY)
 		sb->changes_err = ws_scan(w->upper, w->lower, &w->deny, &sb->changes, &sb->n_changes, &sb->upper_bytes);
-	if (w->active && w->mode == WS_OVERLAY && w->max_bytes && sb->upper_bytes > w->max_bytes)
-		sb->ws_limit_hit = true;   /* written faster than the poll */
+	/* Written faster than the poll. */
+	if (w->active && w->mode == WS_OVERLAY && !sb->ws_limit_hit && w->max_bytes && sb->upper_bytes > w->max_bytes)
+		sb->ws_limit_hit = true, sb->ws_limit = "max_size";
+	if (w->active && w->mode == WS_OVERLAY && !sb->ws_limit_hit && w->max_files && sb->n_changes > w->max_files)
+		sb->ws_limit_hit = true, sb->ws_limit = "max_files";
 	ws_finish(w);
 	return result_from_sandbox(sb, out, err);
 }

@@ -184,6 +184,7 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	w->active = true;
 	w->mode = cfg->workspace_mode;
 	w->max_bytes = cfg->workspace_max_size;
+	w->max_files = cfg->workspace_max_files;
 	if (strv_copy(&w->deny, &cfg->deny_changes) < 0)
 		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
 	/* The same checks as a volume: canonical, not forbidden, opened. */
@@ -349,7 +350,7 @@ void ws_plan_free(ws_plan *w)
 	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
 }
 
-uint64_t ws_du(int top)
+void ws_du(int top, ws_usage *u)
 {
 	/* Every block of the tree, at any depth, one directory fd at a time:
 	 * going down remembers where the parent's listing was (telldir), going
@@ -357,7 +358,7 @@ uint64_t ws_du(int top)
 	typedef struct level { long pos; dev_t dev; ino_t ino; } level;
 	level *stack = NULL;
 	size_t depth = 0, cap = 0;
-	uint64_t total = 0;
+	*u = (ws_usage){ .complete = true };
 	/* A new open file description: a dup would share (and move) the
 	 * caller's directory offset. */
 	int fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -365,7 +366,8 @@ uint64_t ws_du(int top)
 	if (!d) {
 		if (fd >= 0)
 			close(fd);
-		return 0;
+		u->complete = false;
+		return;
 	}
 	for (;;) {
 		struct dirent *e = readdir(d);
@@ -381,6 +383,7 @@ uint64_t ws_du(int top)
 			    !(d = fdopendir(pfd))) {
 				if (pfd >= 0 && !d)
 					close(pfd);
+				u->complete = false;
 				break;   /* moved meanwhile: what was counted */
 			}
 			seekdir(d, l->pos);
@@ -391,23 +394,28 @@ uint64_t ws_du(int top)
 		struct stat st;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		total += (uint64_t) st.st_blocks * 512;
+		u->bytes += (uint64_t) st.st_blocks * 512;
+		u->entries++;
 		if (!S_ISDIR(st.st_mode))
 			continue;
 		struct stat here;
 		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
 		if (!sd || fstat(dirfd(d), &here) < 0) {
+			/* A directory the payload made unreadable (or gone):
+			 * what it holds is not counted, so the count is a floor. */
 			if (sd)
 				closedir(sd);
 			else if (sub >= 0)
 				close(sub);
+			u->complete = false;
 			continue;
 		}
 		if (depth == cap) {
 			level *v = realloc(stack, (cap = cap ? cap * 2 : 64) * sizeof(*v));
 			if (!v) {
 				closedir(sd);
+				u->complete = false;
 				break;
 			}
 			stack = v;
@@ -419,26 +427,36 @@ uint64_t ws_du(int top)
 	if (d)
 		closedir(d);
 	free(stack);
-	return total;
 }
 
 /* The upper layer's size when statfs says the filesystem lost more than
- * the bound since the last look; a full count only then. */
-static uint64_t fs_avail(int fd)
+ * a bound allows since the last look; a full count only then. */
+static void fs_free(int fd, uint64_t *avail, uint64_t *ffree, bool *has_inodes)
 {
 	struct statfs sf;
-	return fstatfs(fd, &sf) == 0 ? (uint64_t) sf.f_bavail * (uint64_t) sf.f_bsize : 0;
+	if (fstatfs(fd, &sf) < 0) {
+		*avail = *ffree = 0;
+		*has_inodes = false;
+		return;
+	}
+	*avail = (uint64_t) sf.f_bavail * (uint64_t) sf.f_bsize;
+	*ffree = (uint64_t) sf.f_ffree;
+	*has_inodes = sf.f_files != 0;   /* btrfs and others count none */
 }
 
 int ws_watch_start(ws_plan *w)
 {
-	if (!w->active || w->mode != WS_OVERLAY || !w->max_bytes)
+	if (!w->active || w->mode != WS_OVERLAY || (!w->max_bytes && !w->max_files))
 		return 0;
 	w->upper_fd = open(w->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (w->upper_fd < 0)
 		return -errno;
-	w->base_bytes = ws_du(w->upper_fd);
-	w->avail0 = fs_avail(w->upper_fd);
+	ws_usage u;
+	ws_du(w->upper_fd, &u);
+	w->base_bytes = u.bytes;
+	w->base_files = u.entries;
+	bool inodes;
+	fs_free(w->upper_fd, &w->avail0, &w->ffree0, &inodes);
 	return 1;
 }
 
@@ -446,13 +464,33 @@ bool ws_over_bound(ws_plan *w)
 {
 	if (w->upper_fd < 0)
 		return false;
-	uint64_t avail = fs_avail(w->upper_fd);
+	uint64_t avail, ffree;
+	bool inodes;
+	fs_free(w->upper_fd, &avail, &ffree, &inodes);
 	uint64_t used = w->avail0 > avail ? w->avail0 - avail : 0;
-	if (w->base_bytes + used <= w->max_bytes)
+	uint64_t made = w->ffree0 > ffree ? w->ffree0 - ffree : 0;
+	/* Without an inode count, count the tree once a second instead. */
+	bool files_unknown = w->max_files && !inodes && ++w->polls % 10 == 0;
+	bool bytes_near = w->max_bytes && w->base_bytes + used > w->max_bytes;
+	bool files_near = w->max_files && inodes && w->base_files + made > w->max_files;
+	if (!bytes_near && !files_near && !files_unknown)
 		return false;
 	/* Someone used the space: the sandbox, or another program on the
 	 * host. Count, and start again from here. */
-	w->base_bytes = ws_du(w->upper_fd);
+	ws_usage u;
+	ws_du(w->upper_fd, &u);
+	w->base_bytes = u.bytes;
+	w->base_files = u.entries;
 	w->avail0 = avail;
-	return w->base_bytes > w->max_bytes;
+	w->ffree0 = ffree;
+	if (w->max_bytes && u.bytes > w->max_bytes)
+		w->over = "max_size";
+	else if (w->max_files && u.entries > w->max_files)
+		w->over = "max_files";
+	else if (!u.complete && (bytes_near || files_near))
+		/* The filesystem says a bound may be passed and the count cannot
+		 * say otherwise (a directory made unreadable hides what it
+		 * holds): fail closed. */
+		w->over = "unreadable";
+	return w->over != NULL;
 }

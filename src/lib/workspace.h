@@ -29,8 +29,11 @@ typedef struct ws_plan {
 	gid_t user_gid;
 	strv deny;            /* workspace.deny_changes */
 	uint64_t max_bytes;   /* workspace.max_size: the upper layer's bound */
+	uint64_t max_files;   /* workspace.max_files: its bound in entries */
 	int upper_fd;         /* supervisor: the upper layer, watched */
-	uint64_t base_bytes, avail0;
+	uint64_t base_bytes, avail0, base_files, ffree0;
+	unsigned polls;
+	const char *over;     /* which bound the watch found passed */
 	struct sock_filter *nosuid;   /* rw: the seccomp layer against set-id modes */
 	unsigned short nosuid_len;
 } ws_plan;
@@ -40,7 +43,8 @@ typedef struct ws_change {
 	const char *kind;     /* "added", "modified", "deleted", "type_changed",
 	                       * "error" (the scan could not go on below path) */
 	const char *detail;   /* "file", "directory", "symlink", "fifo", "socket",
-	                       * "device", "content", "mode", "too deep" */
+	                       * "device", "content", "mode", "too deep",
+	                       * "unreadable" (a directory the scan could not open) */
 	mode_t mode;          /* type and permission bits in the session (0: deleted) */
 	char *target;         /* a symlink's target as the payload wrote it */
 	bool denied;          /* workspace.deny_changes matches it or, for a
@@ -49,6 +53,8 @@ typedef struct ws_change {
 
 /* How deep the scan goes in the upper layer (a payload chooses the depth). */
 #define WS_MAX_DEPTH 128
+/* How many changes a result record lists (it counts them all). */
+#define RECORD_CHANGES_MAX 1000
 
 /* rw mode (ws_nosuid.c): compile, in the parent, the seccomp layer that
  * keeps setuid/setgid modes off the host; install it in the child (after
@@ -90,11 +96,19 @@ bool ws_glob_match(const char *glob, const char *path);
 /* Take the lock of the session in `dir` (no waiting): its fd, -EBUSY when
  * another run or command holds it, or another -errno. */
 int ws_session_lock(const char *dir);
-/* Bytes on disk of the tree under the directory fd `top` (any depth). */
-uint64_t ws_du(int top);
+/* Bytes on disk and entries of the tree under the directory fd `top` (any
+ * depth); complete is false when a directory could not be read (a payload's
+ * mode 000) or moved while counted: the figures are then a floor. */
+typedef struct ws_usage {
+	uint64_t bytes, entries;
+	bool complete;
+} ws_usage;
+void ws_du(int top, ws_usage *u);
 /* Supervisor: start watching the upper layer's size (1: watching, 0: no
- * bound, -errno), and is it over workspace.max_size now? A poll: cheap
- * (statfs) until the filesystem lost more than the bound, then counted. */
+ * bound, -errno), and is it over workspace.max_size or max_files now? A
+ * poll: cheap (statfs) until the filesystem lost more blocks or inodes than
+ * a bound allows, then counted; a count that cannot be completed then is
+ * taken as over (w->over says which). */
 int ws_watch_start(ws_plan *w);
 bool ws_over_bound(ws_plan *w);
 
