@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import concurrent.futures
 import json
 import os
 import threading
@@ -289,9 +290,12 @@ class Sandbox:
             settings = settings + (("limits.timeout", _duration("timeout", timeout), "timeout"),)
         out = _Stream(on_stdout, on_stderr) if (on_stdout or on_stderr) else None
         fd, close_fd = _stdin_fd(stdin)
+        args = (self.policy, settings, argv, files or (), fd, out.feed if out else None)
         try:
-            text = _call(_nsbox.run, self.policy, settings, argv, files or (), fd,
-                         out.feed if out else None, handle, lang)
+            if handle is None and threading.current_thread() is threading.main_thread():
+                text = _interruptible(args, lang)
+            else:
+                text = _call(_nsbox.run, *args, handle, lang)
         finally:
             if close_fd:
                 os.close(fd)
@@ -306,6 +310,29 @@ class Sandbox:
 
     def __repr__(self) -> str:
         return "nsbox.Sandbox(%s)" % ", ".join("%s=%r" % (o, v) for _, v, o in self._settings)
+
+
+_main_worker: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+
+def _interruptible(args: Tuple[Any, ...], lang: Optional[str]) -> str:
+    """The run in a worker thread while the main thread waits: a signal
+    handler (Ctrl-C's KeyboardInterrupt) runs at once, and the exception it
+    raises kills the sandbox, waits until nothing of it is left, and goes on
+    up. (In the main thread itself, the handler would wait for the run.) One
+    worker kept for the purpose: only the main thread uses it."""
+    global _main_worker
+    if _main_worker is None:
+        _main_worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nsbox-main")
+    handle = _nsbox.Handle()
+    fut = _main_worker.submit(_call, _nsbox.run, *args, handle, lang)
+    try:
+        return str(fut.result())
+    except BaseException:
+        if not fut.done():
+            handle.kill()
+            concurrent.futures.wait([fut])
+        raise
 
 
 def _argv(argv: Argv) -> List[Union[str, bytes]]:

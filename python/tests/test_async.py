@@ -93,3 +93,35 @@ def test_errors_reach_the_task():
         await nsbox.arun(["true"], image="no-such-image-for-pytest")
     with pytest.raises(nsbox.SandboxError):
         asyncio.run(main())
+
+
+def test_keyboard_interrupt_kills_a_sync_run(rootfs):
+    """Ctrl-C during Sandbox.run in the main thread: the handler runs while
+    the sandbox still runs (not once the run ended), its KeyboardInterrupt
+    kills the sandbox, and nothing of it is left."""
+    import signal
+    import threading
+    import time
+    marker = "nsbox-sigint-" + uuid.uuid4().hex
+    state = {}
+
+    def handler(signum, frame):
+        state["alive"] = bool(marker_processes(marker))
+        raise KeyboardInterrupt
+
+    def sender():
+        for _ in range(6000):
+            if marker_processes(marker):
+                break
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        threading.Thread(target=sender, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            nsbox.run(["sh", "-c", "sleep 1000; : " + marker], rootfs=rootfs, timeout=60)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert state["alive"], "the signal was handled while the sandbox ran"
+    assert marker_processes(marker) == []
