@@ -208,6 +208,8 @@ class Result:
 
     def __getattr__(self, name: str) -> Any:
         # Keys a newer library adds to the record, before this class knows them.
+        if name in Result.__slots__:
+            raise AttributeError(name)
         try:
             return self.record[name]
         except KeyError:

@@ -315,6 +315,15 @@ class Sandbox:
 _main_worker: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
 
+def _forget_worker() -> None:
+    # A forked child has no worker thread: it makes its own when it runs.
+    global _main_worker
+    _main_worker = None
+
+
+os.register_at_fork(after_in_child=_forget_worker)
+
+
 def _interruptible(args: Tuple[Any, ...], lang: Optional[str]) -> str:
     """The run in a worker thread while the main thread waits: a signal
     handler (Ctrl-C's KeyboardInterrupt) runs at once, and the exception it

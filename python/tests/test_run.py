@@ -132,3 +132,25 @@ def test_unknown_record_key_is_an_attribute(rootfs):
     assert r.added_later == 5
     with pytest.raises(AttributeError):
         r.not_a_field
+
+
+def test_fork_after_a_run(rootfs):
+    """A child forked after a main-thread run can run sandboxes too."""
+    assert nsbox.run(["true"], rootfs=rootfs).ok
+    pid = os.fork()
+    if pid == 0:
+        import signal
+        signal.alarm(120)   # a hang fails the test instead of stopping the suite
+        try:
+            os._exit(0 if nsbox.run(["echo", "child"], rootfs=rootfs, timeout=30).stdout == "child\n" else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_result_pickles(rootfs):
+    import pickle
+    r = nsbox.run(["echo", "x"], rootfs=rootfs)
+    r2 = pickle.loads(pickle.dumps(r))
+    assert r2.record == r.record and r2.stdout == "x\n"
