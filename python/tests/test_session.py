@@ -1,5 +1,4 @@
 """Sessions end to end: a workspace run, review, apply, discard."""
-import os
 import uuid
 
 import pytest
