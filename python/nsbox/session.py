@@ -42,7 +42,12 @@ class Session:
                 continue
             label = _escape(c.path)
             host_fd, sess_fd = _call(_nsbox.session_open_pair, self.name, os.fsencode(c.path))
-            a, b = _read(host_fd), _read(sess_fd if c.kind != "deleted" else -1)
+            try:
+                a = _read(host_fd)
+            finally:
+                b = _read(sess_fd)
+            if c.kind == "deleted":
+                b = None
             if a is None and b is None:
                 out.append("--- a/%s\n+++ b/%s\n(%s %s)\n" % (label, label, c.kind, c.detail))
                 continue
