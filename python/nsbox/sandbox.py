@@ -258,9 +258,13 @@ class Sandbox:
             try:
                 lang, extra = code if code else (None, None)
                 r = self._run(argv, stdin, timeout, on_stdout, on_stderr, files, lang, extra, handle)
-                loop.call_soon_threadsafe(settle, r, None)
+                outcome: Tuple[Any, Optional[BaseException]] = (r, None)
             except BaseException as e:   # handed to the awaiting task
-                loop.call_soon_threadsafe(settle, None, e)
+                outcome = (None, e)
+            try:
+                loop.call_soon_threadsafe(settle, *outcome)
+            except RuntimeError:
+                pass   # the loop was closed meanwhile: no one waits for it
 
         threading.Thread(target=work, name="nsbox-run", daemon=True).start()
         try:
