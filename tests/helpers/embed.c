@@ -315,6 +315,27 @@ int main(int argc, char **argv)
 	nsbox_error_free(e);
 	nsbox_spawn_options bad = { .version = 99 };
 	EXPECT(nsbox_spawn(&bad, &sb, NULL) == -EINVAL, "spawn rejects an unknown options version");
+	{
+		/* A caller built against the version 1 header: its struct ends
+		 * at stats_fd, and the library reads nothing beyond. */
+		struct { uint32_t version, flags; const nsbox_config *config; int stdin_fd, stdout_fd, stderr_fd,
+		         signal_fd; uint64_t stats_interval_ms; int stats_fd; } *v1 = malloc(sizeof(*v1));
+		nsbox_config *cfg = NULL;
+		const char *av[] = { "true" };
+		nsbox_result *res = NULL;
+		(void) nsbox_config_new(&cfg, NULL);
+		(void) nsbox_config_set(cfg, "rootfs", argv[1], NULL, NULL);
+		(void) nsbox_config_set_command(cfg, 1, av, NULL);
+		*v1 = (typeof(*v1)){ 1, NSBOX_SPAWN_CAPTURE, cfg, -1, -1, -1, -1, 0, -1 };
+		int ok = nsbox_spawn((const nsbox_spawn_options *) v1, &sb, NULL) == 0 &&
+		         nsbox_sandbox_wait(sb, &res, NULL) == 0 && nsbox_result_exit_code(res) == 0;
+		EXPECT(ok, "spawn options version 1 still work");
+		nsbox_result_free(res);
+		nsbox_sandbox_free(sb);
+		nsbox_config_free(cfg);
+		free(v1);
+		sb = NULL;
+	}
 	EXPECT(nsbox_config_set(NULL, "x", "y", NULL, NULL) == -EINVAL, "config_set rejects NULL");
 
 	/* No child of ours is left to reap. */
