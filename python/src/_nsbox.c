@@ -310,8 +310,15 @@ static PyObject *py_run(PyObject *self, PyObject *args)
 	nsbox_sandbox *sb = NULL;
 	nsbox_result *res = NULL;
 	int waited = 0;
+	bool cancelled = false;
 	Py_BEGIN_ALLOW_THREADS
-	r = nsbox_spawn(&o, &sb, &e);
+	if (h) {
+		pthread_mutex_lock(&h->lock);
+		cancelled = h->cancelled;
+		pthread_mutex_unlock(&h->lock);
+	}
+	/* Cancelled before it started: no sandbox is made at all. */
+	r = cancelled ? -ECANCELED : nsbox_spawn(&o, &sb, &e);
 	if (r == 0) {
 		octx.sb = sb;
 		if (h) {
@@ -335,6 +342,14 @@ static PyObject *py_run(PyObject *self, PyObject *args)
 		nsbox_result_free(res);
 		nsbox_error_free(e);
 		PyErr_Restore(octx.exc_type, octx.exc_value, octx.exc_tb);
+		goto out;
+	}
+	if (cancelled) {
+		PyObject *a = Py_BuildValue("(sis)", "cancel", ECANCELED, "run cancelled before it started");
+		if (a) {
+			PyErr_SetObject(Error, a);
+			Py_DECREF(a);
+		}
 		goto out;
 	}
 	if (r < 0 || waited < 0) {

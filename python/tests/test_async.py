@@ -125,3 +125,15 @@ def test_keyboard_interrupt_kills_a_sync_run(rootfs):
         signal.signal(signal.SIGINT, old)
     assert state["alive"], "the signal was handled while the sandbox ran"
     assert marker_processes(marker) == []
+
+
+def test_a_cancelled_handle_starts_nothing(rootfs):
+    from nsbox import _nsbox
+    h = _nsbox.Handle()
+    h.kill()
+    assert h.cancelled
+    with pytest.raises(_nsbox.Error) as e:
+        _nsbox.run(None, (("rootfs", rootfs, "test"),), ["true"], (), -1, None, h, None)
+    assert e.value.args[0] == "cancel"
+    with pytest.raises(ValueError):   # one run per handle
+        _nsbox.run(None, (("rootfs", rootfs, "test"),), ["true"], (), -1, None, h, None)
