@@ -79,7 +79,9 @@ typedef struct nsbox_result nsbox_result;
 /* Capture stdout/stderr into bounded buffers instead of passing them through. */
 #define NSBOX_SPAWN_CAPTURE  (1u << 0)
 
-#define NSBOX_SPAWN_OPTIONS_VERSION 1
+/* Version 1 ends at stats_fd; version 2 adds on_output. Callers built
+ * against an older header keep passing their version and work unchanged. */
+#define NSBOX_SPAWN_OPTIONS_VERSION 2
 
 typedef struct nsbox_spawn_options {
 	uint32_t version;           /* NSBOX_SPAWN_OPTIONS_VERSION */
@@ -99,6 +101,14 @@ typedef struct nsbox_spawn_options {
 	 * The caller keeps ownership of stats_fd. */
 	uint64_t stats_interval_ms;
 	int stats_fd;
+	/* Version 2. With NSBOX_SPAWN_CAPTURE, called with each chunk of
+	 * output as the supervisor reads it (stream 1 or 2), before the chunk
+	 * goes into the bounded capture; NULL: none. It runs in the thread
+	 * that called nsbox_sandbox_wait(), which supervises nothing else
+	 * while it runs (a slow callback delays the timeout and the reading
+	 * of output); it may call nsbox_sandbox_kill(). */
+	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+	void *output_userdata;
 } nsbox_spawn_options;
 
 /* Create the sandbox and start the command. Problems found before anything is
@@ -116,7 +126,10 @@ const char *nsbox_sandbox_warning(const nsbox_sandbox *sb);
 const char *nsbox_sandbox_enforced_by(const nsbox_sandbox *sb);
 /* A pidfd for the sandbox's init process (owned by the sandbox). */
 int nsbox_sandbox_pidfd(const nsbox_sandbox *sb);
-/* Send a signal to the payload (SIGKILL kills the whole sandbox). */
+/* Send a signal to the payload (SIGKILL kills the whole sandbox).
+ * Unlike the other functions on a sandbox, this one may be called from any
+ * thread while another thread is in nsbox_sandbox_wait(), e.g. to cancel a
+ * run; never once nsbox_sandbox_free() has begun. -ESRCH once it ended. */
 int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig);
 /* Supervise until the sandbox has ended and nothing of it is left; then fill
  * *out with the result (owned by the caller). */

@@ -179,10 +179,10 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 
 	/* Become the namespace's setup identity: files created on our tmpfs
 	 * mounts need an fsuid that is mapped in this user namespace. */
-	if (p->may_setgroups && setgroups(0, NULL) < 0)
+	if (p->may_setgroups && sys_setgroups0() < 0)
 		fail(a, STEP_SETUP_IDS, -1, errno);
-	if (setresgid(p->setup_gid, p->setup_gid, p->setup_gid) < 0 ||
-	    setresuid(p->setup_uid, p->setup_uid, p->setup_uid) < 0)
+	if (sys_setresgid(p->setup_gid, p->setup_gid, p->setup_gid) < 0 ||
+	    sys_setresuid(p->setup_uid, p->setup_uid, p->setup_uid) < 0)
 		fail(a, STEP_SETUP_IDS, -1, errno);
 	child_arm_parent_death(a);
 
@@ -298,11 +298,11 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	int r = caps_drop_bounding(p->cap_last);
 	if (r < 0)
 		fail(a, STEP_CAPS, -1, r);
-	if (p->may_setgroups && setgroups(0, NULL) < 0)
+	if (p->may_setgroups && sys_setgroups0() < 0)
 		fail(a, STEP_SETGROUPS, -1, errno);
-	if (setresgid(p->gid, p->gid, p->gid) < 0)
+	if (sys_setresgid(p->gid, p->gid, p->gid) < 0)
 		fail(a, STEP_SETGID, -1, errno);
-	if (setresuid(p->uid, p->uid, p->uid) < 0)
+	if (sys_setresuid(p->uid, p->uid, p->uid) < 0)
 		fail(a, STEP_SETUID, -1, errno);
 	r = caps_clear();
 	if (r < 0)

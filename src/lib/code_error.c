@@ -22,6 +22,28 @@ static void last_line(const char *s, size_t len, char *out, size_t outlen)
 	snprintf(out, outlen, "%.*s", (int) (len - start), s + start);
 }
 
+/* Node ends an uncaught exception's report with a blank line and its
+ * version ("Node.js v18.20.4"): the line that says what went wrong is the
+ * first that names an error ("TypeError: x is not a function"). */
+static bool node_error_line(const char *s, size_t len, char *out, size_t outlen)
+{
+	for (size_t i = 0; i < len;) {
+		size_t n = 0;
+		while (i + n < len && s[i + n] != '\n')
+			n++;
+		size_t k = 0;
+		while (k < n && ((s[i + k] >= 'A' && s[i + k] <= 'Z') || (s[i + k] >= 'a' && s[i + k] <= 'z')))
+			k++;
+		if (k >= 5 && k + 1 < n && s[i + k] == ':' && s[i + k + 1] == ' ' &&
+		    (!memcmp(s + i + k - 5, "Error", 5) || (k >= 9 && !memcmp(s + i + k - 9, "Exception", 9)))) {
+			snprintf(out, outlen, "%.*s", (int) n, s + i);
+			return true;
+		}
+		i += n + 1;
+	}
+	return false;
+}
+
 /* The line that starts with one of `markers` (e.g. "SyntaxError:"), and the
  * nearest "line N" before it (Python) or ":N" after the file name (Node). */
 static bool find_syntax(const char *s, size_t len, const char *const *markers, char *out,
@@ -90,7 +112,14 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 		else if (what)
 			snprintf(message, sizeof(message), "%s: %s", what, detail);
 		else {
-			last_line(text ? text : "", len, detail, sizeof(detail));
+			bool node = !strcmp(lang, "node");
+			if (!node || !node_error_line(text ? text : "", len, detail, sizeof(detail)))
+				last_line(text ? text : "", len, detail, sizeof(detail));
+			if (node && !strncmp(detail, "Node.js v", 9)) {
+				/* Not the error: what came before the version line. */
+				const char *v = text ? strstr(text, "\nNode.js v") : NULL;
+				last_line(text ? text : "", v ? (size_t) (v - text) : 0, detail, sizeof(detail));
+			}
 			if (*detail)
 				snprintf(message, sizeof(message), "Execution failed: %s", detail);
 			else

@@ -67,8 +67,8 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 	 * being non-dumpable, it cannot be ptraced by them. */
 	const nsbox_plan *p = a->plan;
 	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (caps_drop_bounding(p->cap_last) < 0 || (p->may_setgroups && setgroups(0, NULL) < 0) ||
-	    setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0 ||
+	if (caps_drop_bounding(p->cap_last) < 0 || (p->may_setgroups && sys_setgroups0() < 0) ||
+	    sys_setresgid(p->gid, p->gid, p->gid) < 0 || sys_setresuid(p->uid, p->uid, p->uid) < 0 ||
 	    caps_clear() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		child_report(a->sync_fd, STEP_CAPS, -1, errno);
 		(void) kill(pid, SIGKILL);

@@ -30,8 +30,11 @@ struct nsbox_sandbox {
 	int signal_fd;        /* the caller's, not owned */
 	bool capture;
 	capture streams[2];
+	/* the caller's output callback (spawn options version 2), or NULL */
+	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+	void *output_userdata;
 	struct timespec start;
-	bool reaped;
+	bool reaped;          /* set atomically: nsbox_sandbox_kill() may read it from another thread */
 	/* what happened */
 	double duration_ms;
 	bool timed_out;

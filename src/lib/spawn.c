@@ -134,7 +134,7 @@ static void close_fds(int *fds, size_t n)
 
 int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error **err)
 {
-	if (!o || !out || !o->config || o->version != NSBOX_SPAWN_OPTIONS_VERSION ||
+	if (!o || !out || !o->config || o->version < 1 || o->version > NSBOX_SPAWN_OPTIONS_VERSION ||
 	    (o->flags & ~NSBOX_SPAWN_CAPTURE))
 		return nsbox_err(err, EINVAL, "spawn", "start sandbox: invalid options");
 	nsbox_sandbox *sb = calloc(1, sizeof(*sb));
@@ -147,6 +147,11 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	sb->stats_interval_ms = o->stats_interval_ms;
 	sb->stats_fd = o->stats_interval_ms ? o->stats_fd : -1;
 	sb->capture = o->flags & NSBOX_SPAWN_CAPTURE;
+	/* A version 1 caller's struct ends before these fields. */
+	if (o->version >= 2 && sb->capture) {
+		sb->on_output = o->on_output;
+		sb->output_userdata = o->output_userdata;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &sb->start);
 
 	int child_stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 };
@@ -297,7 +302,10 @@ int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig)
 {
 	if (!sb || sig <= 0 || sig >= NSIG)
 		return -EINVAL;
-	if (sb->reaped)
+	/* Another thread may be reaping: the flag is read atomically, and the
+	 * pidfd stays open until nsbox_sandbox_free(), so a signal sent after
+	 * the reap fails with ESRCH instead of reaching a reused pid. */
+	if (__atomic_load_n(&sb->reaped, __ATOMIC_ACQUIRE))
 		return -ESRCH;
 	/* SIGKILL goes to pid 1, which takes the whole pid namespace with it;
 	 * other signals go to pid 1's handler, which forwards them. */

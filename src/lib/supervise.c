@@ -51,6 +51,8 @@ static void pump(nsbox_sandbox *sb, int i, int ep)
 	for (;;) {
 		ssize_t n = read(sb->out_fd[i], chunk, sizeof(chunk));
 		if (n > 0) {
+			if (sb->on_output)
+				sb->on_output(sb->output_userdata, i + 1, chunk, (size_t) n);
 			(void) capture_feed(&sb->streams[i], chunk, (size_t) n);
 			if ((size_t) n < sizeof(chunk) && ep >= 0)
 				return;   /* drained for now; epoll will say when there is more */
@@ -131,7 +133,7 @@ static void reap(nsbox_sandbox *sb)
 	sb->duration_ms = (double) (now.tv_sec - sb->start.tv_sec) * 1e3 +
 	                  (double) (now.tv_nsec - sb->start.tv_nsec) / 1e6;
 	sb->init_status = si.si_code == CLD_EXITED ? si.si_status : -si.si_status;
-	sb->reaped = true;
+	__atomic_store_n(&sb->reaped, true, __ATOMIC_RELEASE);
 }
 
 static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)

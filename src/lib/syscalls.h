@@ -20,6 +20,26 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
+/* The identity calls as plain system calls. glibc's wrappers broadcast the
+ * change to every thread it knows of (setxid): in a child cloned from a
+ * threaded embedder that list names threads that were not copied, and the
+ * wrapper waits for them forever. The child has one thread; the kernel's
+ * per-thread call is what it needs. */
+static inline int sys_setgroups0(void)
+{
+	return (int) syscall(SYS_setgroups, 0, NULL);
+}
+
+static inline int sys_setresuid(uid_t r, uid_t e, uid_t s)
+{
+	return (int) syscall(SYS_setresuid, r, e, s);
+}
+
+static inline int sys_setresgid(gid_t r, gid_t e, gid_t s)
+{
+	return (int) syscall(SYS_setresgid, r, e, s);
+}
+
 static inline long sys_clone3(struct clone_args *args)
 {
 	return syscall(__NR_clone3, args, sizeof(*args));
