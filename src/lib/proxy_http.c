@@ -123,6 +123,19 @@ typedef struct head_fields {
 	size_t host_len, length_len;
 } head_fields;
 
+/* The field name (n bytes) is `name` once "_" is read as "-", as some
+ * servers read it, but not spelt so: refused for the fields that decide
+ * where a request goes and where it ends. */
+static bool underscore_spelling(const char *h, size_t n, const char *name)
+{
+	if (n != strlen(name) || !memchr(h, '_', n))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (tolower((unsigned char) h[i]) != name[i] && !(h[i] == '_' && name[i] == '-'))
+			return false;
+	return true;
+}
+
 static bool field(const char *h, size_t n, const char *name, const char **v, size_t *vl)
 {
 	size_t l = strlen(name);
@@ -163,6 +176,9 @@ static int headers(const char *h, const char *end, buf *out, head_fields *f, con
 				return *why = "control character in a header", -EINVAL;
 		const char *v;
 		size_t vl;
+		if (underscore_spelling(h, name, "host") || underscore_spelling(h, name, "content-length") ||
+		    underscore_spelling(h, name, "transfer-encoding"))
+			return *why = "a Host or framing header spelt with '_'", -EINVAL;
 		if (field(h, n, "host", &v, &vl)) {
 			f->n_host++;
 			f->host = v;
@@ -334,10 +350,12 @@ int proxy_sniff_http(const char *data, size_t len)
 	/* Servers skip empty lines before a request line (RFC 9112 2.2):
 	 * so do we, and a long run of them is taken as HTTP (refused). */
 	size_t at = 0;
-	while (at < len && at < 64 && strchr("\r\n \t", data[at]))
+	while (at < len && at < 64 && (data[at] == '\r' || data[at] == '\n' || data[at] == ' ' || data[at] == '\t'))
 		at++;
+	if (at >= 64)
+		return 1;   /* whatever follows: servers skip any number of them */
 	if (at == len)
-		return at >= 64 ? 1 : -EAGAIN;
+		return -EAGAIN;
 	for (size_t i = at; i < len && i <= at + 16; i++) {
 		unsigned char c = (unsigned char) data[i];
 		if (i > at && (c == ' ' || c == '\t'))

@@ -220,6 +220,9 @@ START_TEST(test_framing)
 		"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1 2\r\n\r\n",
 		"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length:\r\n\r\n",
 		"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length: 99999999999999999999\r\n\r\n",
+		/* framing and Host in the spelling some servers read as theirs */
+		"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nTransfer_Encoding: chunked\r\n\r\n",
+		"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent_Length: 5\r\n\r\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		ck_assert_msg(parse(bad[i], &r, &why) == -EINVAL, "accepted: %s", bad[i]);
@@ -249,6 +252,17 @@ START_TEST(test_sniff_http)
 	ck_assert_int_eq(proxy_sniff_http("\r\n\r\nGET /a HTTP/1.1\r\n", 21), 1);
 	ck_assert_int_eq(proxy_sniff_http("\n\nGET /a", 8), 1);
 	ck_assert_int_eq(proxy_sniff_http("\r\n", 2), -EAGAIN);
+	{
+		/* ...any number of them (the review's second bypass: 33 CRLFs) */
+		char many[200];
+		for (int n = 32; n <= 80; n += 16) {
+			int k = 0;
+			for (int i = 0; i < n; i++)
+				many[k++] = '\r', many[k++] = '\n';
+			memcpy(many + k, "GET / HTTP/1.1\r\n", 16);
+			ck_assert_int_eq(proxy_sniff_http(many, (size_t) k + 16), 1);
+		}
+	}
 	ck_assert_int_eq(proxy_sniff_http("SSH-2.0-x\r\n", 11), 0);
 	ck_assert_int_eq(proxy_sniff_http("\x16\x03\x01", 3), 0);
 	ck_assert_int_eq(proxy_sniff_http(" GET", 4), -EAGAIN);
