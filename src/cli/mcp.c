@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 
 #define MAX_MSG (4u << 20)
 #define MAX_RECORD (64u << 20)
+#define MAX_CALLS 64   /* running at once; bounds the poll set */
 
 /* Newest first: the answer to a version we do not know. */
 static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26" };
@@ -87,15 +89,22 @@ static json_t *initialize(mcp_server *s, json_t *params, const char **err)
 	                 "lower the timeout.");
 }
 
+/* The run supervisor forwards a first signal to the sandbox and kills it
+ * at a second one; two different signals cannot merge while pending, so
+ * the sandbox is killed now, and its cgroup and mounts go with it. */
+static void stop(mcp_call *c)
+{
+	(void) kill(c->pid, SIGTERM);
+	(void) kill(c->pid, SIGINT);
+}
+
 static void cancel(mcp_call *calls, json_t *params)
 {
 	json_t *rid = json_object_get(params, "requestId");
 	for (mcp_call *c = calls; rid && c; c = c->next)
 		if (!c->cancelled && json_equal(c->id, rid)) {
-			/* The supervisor forwards SIGTERM to the sandbox and kills it
-			 * after its grace period; its cgroup and mounts go with it. */
 			c->cancelled = true;
-			(void) kill(c->pid, SIGTERM);
+			stop(c);
 		}
 }
 
@@ -152,9 +161,12 @@ static void handle(mcp_server *s, mcp_call **calls, const char *line, size_t len
 	} else if (!strcmp(method, "tools/call")) {
 		mcp_call *c = NULL;
 		json_t *r = NULL;
-		for (mcp_call *o = *calls; o; o = o->next)
+		int running = 0;
+		for (mcp_call *o = *calls; o; o = o->next, running++)
 			if (json_equal(o->id, id))
 				err = "invalid request: a call with this id is still running";
+		if (running >= MAX_CALLS)
+			err = "invalid request: 64 calls are running; wait for one to end";
 		if (!err && mcp_tools_call(s, params, &c, &r, &err) == 0) {
 			if (c) {
 				c->id = json_incref(id);
@@ -180,7 +192,7 @@ static bool call_io(mcp_server *s, mcp_call *c)
 		size_t cap = c->cap ? c->cap * 2 : 65536;
 		char *n = cap <= MAX_RECORD ? realloc(c->out, cap) : NULL;
 		if (!n) {
-			(void) kill(c->pid, SIGTERM);
+			stop(c);
 			c->len = 0;   /* drop it; the answer says no record */
 		} else {
 			c->out = n;
@@ -255,6 +267,14 @@ int cmd_mcp(int argc, char **argv)
 	if (parse_options(argc, argv, &s) < 0)
 		return EXIT_SETUP;
 	signal(SIGPIPE, SIG_IGN);
+	/* A client closing us with SIGTERM (the SDK does after EOF) must not
+	 * leave calls running: the signals end the loop like EOF does. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	int sfd = sigprocmask(SIG_BLOCK, &set, NULL) == 0 ? signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
 	mcp_call *calls = NULL;
 	char *buf = malloc(MAX_MSG + 1);
 	if (!buf)
@@ -262,12 +282,13 @@ int cmd_mcp(int argc, char **argv)
 	size_t used = 0;
 	bool eof = false, discarding = false;
 	while (!eof || calls) {
-		struct pollfd p[65];
-		mcp_call *who[65];
+		struct pollfd p[MAX_CALLS + 2];
+		mcp_call *who[MAX_CALLS + 2];
 		nfds_t n = 0;
 		if (!eof)
 			p[n++] = (struct pollfd){ .fd = 0, .events = POLLIN };
-		for (mcp_call *c = calls; c && n < 65; c = c->next) {
+		p[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		for (mcp_call *c = calls; c && n < MAX_CALLS + 2; c = c->next) {
 			who[n] = c;
 			p[n++] = (struct pollfd){ .fd = c->out_fd, .events = POLLIN };
 		}
@@ -277,7 +298,11 @@ int cmd_mcp(int argc, char **argv)
 			print_msg("mcp: poll: %s", strerror(errno));
 			break;
 		}
-		for (nfds_t i = eof ? 0 : 1; i < n; i++) {
+		nfds_t first = eof ? 1 : 2;
+		struct signalfd_siginfo si;
+		if (p[first - 1].revents && read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+			eof = true;
+		for (nfds_t i = first; i < n; i++) {
 			if (!p[i].revents || !call_io(&s, who[i]))
 				continue;
 			for (mcp_call **pp = &calls; *pp; pp = &(*pp)->next)
@@ -287,19 +312,19 @@ int cmd_mcp(int argc, char **argv)
 				}
 			mcp_call_free(who[i]);
 		}
-		if (eof || !p[0].revents)
-			continue;
-		ssize_t r = read(0, buf + used, MAX_MSG - used);
+		ssize_t r = eof || !p[0].revents ? 1 : read(0, buf + used, MAX_MSG - used);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0) {
+		if (eof || r <= 0) {
 			/* The client is gone: nothing it started may outlive it. */
 			eof = true;
 			for (mcp_call *c = calls; c; c = c->next)
 				if (!c->cancelled)
-					c->cancelled = true, (void) kill(c->pid, SIGTERM);
+					c->cancelled = true, stop(c);
 			continue;
 		}
+		if (!p[0].revents)
+			continue;
 		used += (size_t) r;
 		char *start = buf, *nl;
 		while ((nl = memchr(start, '\n', used - (size_t) (start - buf)))) {
@@ -319,5 +344,7 @@ int cmd_mcp(int argc, char **argv)
 		}
 	}
 	free(buf);
+	if (sfd >= 0)
+		close(sfd);
 	return 0;
 }

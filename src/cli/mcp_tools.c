@@ -27,12 +27,12 @@ static json_t *result_schema(void)
 	/* The shipped docs/result.schema.json describes the full record; the
 	 * tool's outputSchema states the part a client relies on. */
 	return json_pack("{s:s, s:[s,s,s,s,s], s:{s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:{s:[s,s]}, s:{s:s},"
-	                 " s:{s:[s,s]}, s:{s:[s,s]}, s:{s:s}, s:{s:s}, s:{s:s}}}",
+	                 " s:{s:[s,s]}, s:{s:[s,s]}, s:{s:s}, s:{s:s}, s:{s:[s,s]}}}",
 	                 "type", "object", "required", "version", "status", "exit_status", "timed_out", "duration_ms",
 	                 "properties", "version", "type", "integer", "status", "type", "string", "exit_code", "type",
 	                 "integer", "null", "signal", "type", "integer", "null", "exit_status", "type", "integer",
 	                 "stdout", "type", "string", "null", "stderr", "type", "string", "null", "timed_out", "type",
-	                 "boolean", "duration_ms", "type", "number", "limits", "type", "object");
+	                 "boolean", "duration_ms", "type", "number", "limits", "type", "object", "null");
 }
 
 static json_t *tool(const mcp_server *s, const char *name, const char *title, const char *desc, json_t *input)
