@@ -25,8 +25,9 @@ async function connect(name) {
   pids.push(transport.pid);
   return client;
 }
-// Host processes whose command line holds the marker (the sandbox's sh -c).
-const markerProcs = () => readdirSync("/proc").filter((p) => /^[0-9]+$/.test(p)).filter((p) => {
+// Host processes whose command line holds the marker (the sandbox's sh -c), but
+// this one (the marker is among its arguments).
+const markerProcs = () => readdirSync("/proc").filter((p) => /^[0-9]+$/.test(p) && p !== String(process.pid)).filter((p) => {
   try { return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(marker); } catch { return false; }
 }).length;
 const text = (r) => (r.content || []).map((c) => c.text).join("");
