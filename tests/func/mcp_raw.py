@@ -82,11 +82,16 @@ check("...and the server still serves", a == {"jsonrpc": "2.0", "id": 13, "resul
 rpc(15, "server/discover")
 a = answer()
 check("server/discover lists the tools", [t["name"] for t in a.get("result", {}).get("tools", [])] == ["run_code", "run_command"], a)
-# EOF in the middle of a call: the server stops it and exits.
-rpc(16, "tools/call", {"name": "run_command", "arguments": {"command": "sleep 300; : " + marker}})
+# EOF in the middle of calls: the server stops them and exits. Eight may
+# run at once (each a sandbox at the operator's limits); a ninth is refused.
+for i in range(8):
+    rpc(100 + i, "tools/call", {"name": "run_command", "arguments": {"command": "sleep 300; : " + marker}})
+rpc(108, "tools/call", {"name": "run_command", "arguments": {"command": "true"}})
+a = answer()
+check("a ninth call at once is refused", a.get("id") == 108 and "8 calls are running" in a.get("error", {}).get("message", ""), a)
 rpc(17, "ping")
 a = answer()
-check("a ping is answered while a call runs", a.get("id") == 17, a)
+check("a ping is answered while calls run", a.get("id") == 17, a)
 p.stdin.close()
 rest = p.stdout.read()
 rc = p.wait()
