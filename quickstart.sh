@@ -12,7 +12,7 @@ if command -v apt-get >/dev/null; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
 		build-essential autoconf automake libtool pkg-config file \
-		libseccomp-dev libcap-dev libmnl-dev libyaml-dev libarchive-dev check \
+		libseccomp-dev libcap-dev libmnl-dev libyaml-dev libarchive-dev libjansson-dev check \
 		busybox-static uidmap python3 util-linux debootstrap iproute2 \
 		python3-dev python3-setuptools python3-pytest python3-venv >/dev/null
 	# The --network user helpers: not every release has passt (Ubuntu 22.04

@@ -14,6 +14,7 @@ static const char usage[] =
 	"  run [OPTIONS] [--] COMMAND [ARG...]   run a command in a fresh sandbox\n"
 	"  run-code --lang python|node|bash (-c CODE | FILE | -) [OPTIONS]\n"
 	"                                        run a code snippet in a fresh sandbox\n"
+	"  mcp [RUN OPTIONS]                     serve run_code/run_command to an MCP client on stdio\n"
 	"  image build [NAME] | ls | rm NAME     build (root) and manage root filesystem images\n"
 	"  session ls | changes NAME | diff NAME | apply NAME [PATH...] | discard NAME\n"
 	"                                        review and apply the workspace changes a run kept\n"
@@ -106,6 +107,8 @@ int cli_main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "mcp"))
+		return cmd_mcp(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run-code"))
 		return cmd_run_code(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "session"))

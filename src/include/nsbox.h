@@ -44,6 +44,9 @@ typedef struct nsbox_config nsbox_config;
 int nsbox_config_new(nsbox_config **out, nsbox_error **err);
 void nsbox_config_free(nsbox_config *cfg);
 
+/* The wall-clock limit in milliseconds (0: none), as configured so far. */
+uint64_t nsbox_config_timeout_ms(const nsbox_config *cfg);
+
 /* Load a YAML policy file over the current values. Errors name file:line:col.
  * Lists in the policy replace the current lists. */
 int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **err);

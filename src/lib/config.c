@@ -651,3 +651,8 @@ int nsbox_config_set_command(nsbox_config *cfg, int argc, const char *const *arg
 		}
 	return 0;
 }
+
+uint64_t nsbox_config_timeout_ms(const nsbox_config *cfg)
+{
+	return cfg ? cfg->timeout_ms : 0;
+}

@@ -1,0 +1,47 @@
+/* `nsbox mcp`: the tools and how a call runs. The protocol loop is mcp.c;
+ * the tool definitions, the ceiling checks and the child runs are
+ * mcp_tools.c. */
+#ifndef NSBOX_MCP_H
+#define NSBOX_MCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+/* What the operator fixed when starting the server: the `nsbox run`
+ * options passed through to every call, and the timeout they amount to
+ * (the ceiling for a tool's `timeout`). */
+typedef struct mcp_server {
+	char **run_opts;
+	int n_run_opts;
+	uint64_t timeout_ms;     /* 0: none */
+	bool structured;         /* the negotiated revision has structuredContent */
+} mcp_server;
+
+/* A running tool call: an `nsbox run` child whose stdout (the result
+ * record) we collect. */
+typedef struct mcp_call {
+	json_t *id;
+	pid_t pid;
+	int out_fd;
+	char *out;
+	size_t len, cap;
+	bool cancelled;
+	struct mcp_call *next;
+} mcp_call;
+
+/* The tools/list answer. */
+json_t *mcp_tools_list(const mcp_server *s);
+
+/* Start a tools/call. On success *call is running (or NULL with *result
+ * set: an immediate tool error, e.g. a refused argument). Returns -1 with
+ * *rpc_msg set for a JSON-RPC invalid-params error. */
+int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t **result, const char **rpc_msg);
+
+/* The finished child's record turned into a CallToolResult. */
+json_t *mcp_call_result(const mcp_server *s, mcp_call *c, int wstatus);
+
+void mcp_call_free(mcp_call *c);
+
+#endif
