@@ -185,17 +185,24 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	limits(&b, r->cfg, r->enforced_by);
 	isolation(&b, r);
 	network(&b, r);
-	/* A payload decides how many changes there are: the record keeps the
-	 * first RECORD_CHANGES_MAX (in path order) and counts them all; the
-	 * session's own listing (nsbox session changes) has every one. */
+	/* A payload decides how many changes there are: the record keeps
+	 * RECORD_CHANGES_MAX of them and counts them all; the session's own
+	 * listing (nsbox session changes) has every one. Denied changes and
+	 * scan errors come first, so that thousands of files cannot push
+	 * them out of sight; then the rest, in path order. */
 	buf_puts(&b, ",\"changes\":[");
-	for (size_t i = 0; i < r->n_changes && i < RECORD_CHANGES_MAX; i++) {
-		const ws_change *c = &r->changes[i];
-		buf_puts(&b, i ? ",{\"path\":" : "{\"path\":");
-		json_cstr(&b, c->path);
-		ws_change_json(&b, c);
-		buf_puts(&b, "}");
-	}
+	size_t shown = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < r->n_changes && shown < RECORD_CHANGES_MAX; i++) {
+			const ws_change *c = &r->changes[i];
+			bool first = c->denied || !strcmp(c->kind, "error");
+			if (first != (pass == 0))
+				continue;
+			buf_puts(&b, shown++ ? ",{\"path\":" : "{\"path\":");
+			json_cstr(&b, c->path);
+			ws_change_json(&b, c);
+			buf_puts(&b, "}");
+		}
 	buf_puts(&b, "]");
 	if (r->have_workspace) {
 		buf_puts(&b, ",\"session\":");
