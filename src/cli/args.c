@@ -45,6 +45,8 @@ const char run_usage[] =
 	"      --stats-file FILE   where the samples go, as JSON lines (default: stderr)\n"
 	"      --json              capture output and print the result record as JSON\n"
 	"      --result-file FILE  also write the result record to FILE\n"
+	"      --audit-log FILE    append one JSON line per run (no code, no output)\n"
+	"      --audit-on-error M  fail (default: no audit, no run) or warn\n"
 	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
 	"  -h, --help              show this help\n"
 	"\n"
@@ -56,7 +58,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
 	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE,
-	OPT_ALLOW_HOST_LOOPBACK,
+	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR,
 };
 
 static const struct option long_opts[] = {
@@ -93,6 +95,8 @@ static const struct option long_opts[] = {
 	{ "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
 	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
+	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "audit-on-error", required_argument, NULL, OPT_AUDIT_ON_ERROR },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -150,6 +154,7 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 {
 	*a = (run_args){ 0 };
 	a->policy = env_get(env, "NSBOX_POLICY");
+	a->audit_log = env_get(env, "NSBOX_AUDIT_LOG");
 	for (size_t i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++) {
 		const char *v = env_get(env, env_keys[i].var);
 		if (v && push(a, env_keys[i].key, v, env_keys[i].var) < 0)
@@ -165,6 +170,14 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 		case OPT_POLICY: a->policy = optarg; continue;
 		case OPT_JSON: a->json = true; continue;
 		case OPT_RESULT_FILE: a->result_file = optarg; continue;
+		case OPT_AUDIT_LOG: a->audit_log = optarg; continue;
+		case OPT_AUDIT_ON_ERROR:
+			if (strcmp(optarg, "fail") && strcmp(optarg, "warn")) {
+				snprintf(errbuf, errlen, "--audit-on-error: invalid value '%s' (expected fail or warn)", optarg);
+				return -1;
+			}
+			a->audit_warn = !strcmp(optarg, "warn");
+			continue;
 		case OPT_SYSFS:
 			if (push(a, "filesystem.sysfs", "true", "--sysfs") < 0)
 				goto oom;

@@ -21,6 +21,8 @@ typedef struct run_args {
 	const char *result_file;
 	const char *stats_interval;   /* --stats-interval, validated by the caller */
 	const char *stats_file;
+	const char *audit_log;    /* --audit-log, else NSBOX_AUDIT_LOG */
+	bool audit_warn;          /* --audit-on-error warn: a run not audited goes on */
 	int argc;                 /* the command */
 	char **argv;
 	bool help;

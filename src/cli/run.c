@@ -56,12 +56,48 @@ static int emit_record(const nsbox_result *r, const run_args *a)
 	return rc;
 }
 
-static int fail_before_start(const run_args *a, const nsbox_config *cfg, nsbox_error *e)
+/* The audit log is opened before anything starts: with the default
+ * --audit-on-error fail, a run that could not be audited never begins. */
+static int open_audit(const run_args *a, int *fd)
+{
+	*fd = -1;
+	if (!a->audit_log)
+		return 0;
+	nsbox_error *e = NULL;
+	if (nsbox_audit_open(a->audit_log, fd, &e) == 0)
+		return 0;
+	if (a->audit_warn)
+		print_msg("warning: running without an audit line: %s", nsbox_error_message(e));
+	else
+		print_error(e);
+	nsbox_error_free(e);
+	return a->audit_warn ? 0 : -1;
+}
+
+/* After the run: a line that cannot be written fails the run (125) unless
+ * --audit-on-error warn. */
+static int audit_run(const run_args *a, int fd, const nsbox_result *r)
+{
+	if (fd < 0)
+		return 0;
+	nsbox_error *e = NULL;
+	if (nsbox_audit_append(fd, r, &e) == 0)
+		return 0;
+	if (a->audit_warn)
+		print_msg("warning: %s", nsbox_error_message(e));
+	else
+		print_error(e);
+	nsbox_error_free(e);
+	return a->audit_warn ? 0 : -1;
+}
+
+static int fail_before_start(const run_args *a, const nsbox_config *cfg, nsbox_error *e, int audit_fd)
 {
 	print_error(e);
 	nsbox_result *r = NULL;
 	if (nsbox_result_new_failed(cfg, e, &r, NULL) == 0) {
 		(void) emit_record(r, a);
+		(void) audit_run(a, audit_fd, r);
 		nsbox_result_free(r);
 	}
 	nsbox_error_free(e);
@@ -160,8 +196,13 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
 	int rc;
+	int audit_fd = -1;
+	if (open_audit(&a, &audit_fd) < 0) {
+		rc = EXIT_SETUP;
+		goto out;
+	}
 	if (build_config(&a, &cfg, &e) < 0 || (extra && add_extra(cfg, extra, &e) < 0)) {
-		rc = fail_before_start(&a, cfg, e);
+		rc = fail_before_start(&a, cfg, e, audit_fd);
 		goto out;
 	}
 	uint64_t stats_ms = 0;
@@ -186,7 +227,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	nsbox_sandbox *sb = NULL;
 	nsbox_result *res = NULL;
 	if (nsbox_spawn(&o, &sb, &e) < 0) {
-		rc = fail_before_start(&a, cfg, e);
+		rc = fail_before_start(&a, cfg, e, audit_fd);
 		goto restore;
 	}
 	const char *warning = nsbox_sandbox_warning(sb);
@@ -201,7 +242,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	 * debuggers need it). */
 	(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	if (waited < 0) {
-		rc = fail_before_start(&a, cfg, e);
+		rc = fail_before_start(&a, cfg, e, audit_fd);
 		goto restore;
 	}
 	if (extra && nsbox_result_classify_code(res, extra->lang, &e) < 0) {
@@ -217,6 +258,8 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	rc = nsbox_result_exit_status(res);
 	if (emit_record(res, &a) < 0 && rc == 0)
 		rc = EXIT_SETUP;
+	if (audit_run(&a, audit_fd, res) < 0)
+		rc = EXIT_SETUP;
 	nsbox_result_free(res);
 restore:
 	if (sfd >= 0)
@@ -225,6 +268,8 @@ restore:
 		close(stats_fd);
 	(void) sigprocmask(SIG_SETMASK, &old, NULL);
 out:
+	if (audit_fd >= 0)
+		close(audit_fd);
 	nsbox_config_free(cfg);
 	run_args_free(&a);
 	return rc;

@@ -168,6 +168,25 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 /* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
 
+/* ---- audit log ---------------------------------------------------------- */
+
+/* Open (creating it 0600) an audit log for appending. A symlink, FIFO,
+ * device or directory at `path` is refused. *fd is O_APPEND|O_CLOEXEC and
+ * the caller's to close. Open it before spawning so that a run that could
+ * not be audited never starts. Thread-safe. */
+int nsbox_audit_open(const char *path, int *fd, nsbox_error **err);
+/* The audit line of a run (one line of JSON, at most 64 KiB, newline
+ * included): time, host uid, id, command and digests of the command, the
+ * code (files given with nsbox_config_add_file) and the effective policy,
+ * image, limits, network mode, allowlist and destinations, status, exit
+ * status, duration, resources, denied system calls, the number of changes
+ * and whether any was denied. Never the code or the output. *out is
+ * malloc'ed. */
+int nsbox_result_audit_json(const nsbox_result *r, char **out, nsbox_error **err);
+/* Append the audit line of `r` to `fd` with a single write(2), so that
+ * concurrent writers never interleave. A short write is an error. */
+int nsbox_audit_append(int fd, const nsbox_result *r, nsbox_error **err);
+
 /* ---- images ------------------------------------------------------------ */
 
 #define NSBOX_IMAGE_BUILD_OPTIONS_VERSION 1

@@ -228,3 +228,11 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	*out = buf_steal(&b);
 	return *out ? 0 : nsbox_err(err, ENOMEM, "result", "render result");
 }
+
+/* The audit line (audit.c) shares these renderings with the record. */
+void result_json_audit_parts(buf *b, const nsbox_result *r)
+{
+	resources(b, r);
+	limits(b, r->cfg, r->enforced_by);
+	network(b, r);
+}

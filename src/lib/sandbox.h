@@ -115,4 +115,8 @@ bool notify_handle(nsbox_sandbox *sb);
 /* result.c: turn what the supervisor saw into a result. */
 int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);
 
+/* result_json.c: resources, limits and network, as in the record (for audit.c). */
+struct buf;
+void result_json_audit_parts(struct buf *b, const nsbox_result *r);
+
 #endif
