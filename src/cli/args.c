@@ -13,6 +13,7 @@ const char run_usage[] =
 	"  --image NAME            root filesystem from the image store (default: default)\n"
 	"  --rootfs DIR            root filesystem from a directory\n"
 	"  --policy FILE           YAML policy; options below override it\n"
+	"      --trust LEVEL       untrusted, standard or trusted: a shipped policy\n"
 	"  -m, --memory SIZE       memory limit, no swap beyond it (512m)\n"
 	"      --cpus N            CPU quota in cores (1)\n"
 	"      --pids-limit N      process/thread limit (64)\n"
@@ -58,7 +59,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
 	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE,
-	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR,
+	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST,
 };
 
 static const struct option long_opts[] = {
@@ -95,6 +96,7 @@ static const struct option long_opts[] = {
 	{ "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
 	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
+	{ "trust", required_argument, NULL, OPT_TRUST },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "audit-on-error", required_argument, NULL, OPT_AUDIT_ON_ERROR },
 	{ "help", no_argument, NULL, 'h' },
@@ -167,10 +169,17 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 	int c;
 	while ((c = getopt_long(argc, argv, "+:m:v:w:e:u:ih", long_opts, NULL)) != -1) {
 		switch (c) {
-		case OPT_POLICY: a->policy = optarg; continue;
+		case OPT_POLICY: a->policy = optarg; a->policy_given = true; continue;
 		case OPT_JSON: a->json = true; continue;
 		case OPT_RESULT_FILE: a->result_file = optarg; continue;
 		case OPT_AUDIT_LOG: a->audit_log = optarg; continue;
+		case OPT_TRUST:
+			if (strcmp(optarg, "untrusted") && strcmp(optarg, "standard") && strcmp(optarg, "trusted")) {
+				snprintf(errbuf, errlen, "--trust: invalid level '%s' (expected untrusted, standard or trusted)", optarg);
+				return -1;
+			}
+			a->trust = optarg;
+			continue;
 		case OPT_AUDIT_ON_ERROR:
 			if (strcmp(optarg, "fail") && strcmp(optarg, "warn")) {
 				snprintf(errbuf, errlen, "--audit-on-error: invalid value '%s' (expected fail or warn)", optarg);
@@ -229,6 +238,12 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 		    push(a, option_keys[i].key, optarg, option_keys[i].name) < 0)
 			goto oom;
 	}
+	if (a->trust && a->policy_given) {
+		snprintf(errbuf, errlen, "--trust and --policy both choose the policy: give one");
+		return -1;
+	}
+	if (a->trust)
+		a->policy = a->trust;
 	if (optind >= argc) {
 		snprintf(errbuf, errlen, "no command given (usage: nsbox run [OPTIONS] [--] COMMAND [ARG...])");
 		return -1;

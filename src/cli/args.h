@@ -21,6 +21,8 @@ typedef struct run_args {
 	const char *result_file;
 	const char *stats_interval;   /* --stats-interval, validated by the caller */
 	const char *stats_file;
+	bool policy_given;        /* --policy on the line (not NSBOX_POLICY) */
+	const char *trust;        /* --trust LEVEL: a shipped policy by name */
 	const char *audit_log;    /* --audit-log, else NSBOX_AUDIT_LOG */
 	bool audit_warn;          /* --audit-on-error warn: a run not audited goes on */
 	int argc;                 /* the command */

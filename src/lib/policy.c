@@ -188,7 +188,7 @@ int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **
 	FILE *f = shipped ? NULL : fopen(path, "re");
 	if (!f && !shipped) {
 		if (errno == ENOENT && !strchr(path, '/'))
-			return nsbox_err_hint(err, ENOENT, "policy", "shipped policies: standard, deps",
+			return nsbox_err_hint(err, ENOENT, "policy", "shipped policies: standard, deps, untrusted, trusted",
 			                      "open policy '%s': no such file, nor a shipped policy of that name", path);
 		return nsbox_err(err, errno, "policy", "open policy '%s'", path);
 	}
