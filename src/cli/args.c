@@ -46,6 +46,11 @@ const char run_usage[] =
 	"      --stats-file FILE   where the samples go, as JSON lines (default: stderr)\n"
 	"      --json              capture output and print the result record as JSON\n"
 	"      --result-file FILE  also write the result record to FILE\n"
+	"      --import-gate MODE  run-code python: off, warn or block imports of\n"
+	"                          the blocked modules (found by ast, in a sandbox)\n"
+	"      --block-import MOD  block MOD and its submodules (repeatable; implies\n"
+	"                          --import-gate block; default list: os, subprocess,\n"
+	"                          shutil, socket, pathlib)\n"
 	"      --audit-log FILE    append one JSON line per run (no code, no output)\n"
 	"      --audit-on-error M  fail (default: no audit, no run) or warn\n"
 	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
@@ -59,7 +64,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
 	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE,
-	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST,
+	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST, OPT_IMPORT_GATE, OPT_BLOCK_IMPORT,
 };
 
 static const struct option long_opts[] = {
@@ -96,6 +101,8 @@ static const struct option long_opts[] = {
 	{ "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
 	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
+	{ "import-gate", required_argument, NULL, OPT_IMPORT_GATE },
+	{ "block-import", required_argument, NULL, OPT_BLOCK_IMPORT },
 	{ "trust", required_argument, NULL, OPT_TRUST },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "audit-on-error", required_argument, NULL, OPT_AUDIT_ON_ERROR },
@@ -173,6 +180,21 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 		case OPT_JSON: a->json = true; continue;
 		case OPT_RESULT_FILE: a->result_file = optarg; continue;
 		case OPT_AUDIT_LOG: a->audit_log = optarg; continue;
+		case OPT_IMPORT_GATE:
+			if (strcmp(optarg, "off") && strcmp(optarg, "warn") && strcmp(optarg, "block")) {
+				snprintf(errbuf, errlen, "--import-gate: invalid mode '%s' (expected off, warn or block)", optarg);
+				return -1;
+			}
+			a->import_gate = optarg;
+			continue;
+		case OPT_BLOCK_IMPORT: {
+			const char **v = realloc(a->blocked, (a->n_blocked + 1) * sizeof(*v));
+			if (!v)
+				goto oom;
+			a->blocked = v;
+			v[a->n_blocked++] = optarg;
+			continue;
+		}
 		case OPT_TRUST:
 			if (strcmp(optarg, "untrusted") && strcmp(optarg, "standard") && strcmp(optarg, "trusted")) {
 				snprintf(errbuf, errlen, "--trust: invalid level '%s' (expected untrusted, standard or trusted)", optarg);
@@ -274,5 +296,8 @@ void run_args_free(run_args *a)
 {
 	free(a->settings);
 	a->settings = NULL;
+	free(a->blocked);
+	a->blocked = NULL;
+	a->n_blocked = 0;
 	a->n_settings = 0;
 }

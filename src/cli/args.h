@@ -23,6 +23,9 @@ typedef struct run_args {
 	const char *stats_file;
 	bool policy_given;        /* --policy on the line (not NSBOX_POLICY) */
 	const char *trust;        /* --trust LEVEL: a shipped policy by name */
+	const char *import_gate;  /* --import-gate off|warn|block, or NULL */
+	const char **blocked;     /* --block-import MOD (into argv) */
+	size_t n_blocked;
 	const char *audit_log;    /* --audit-log, else NSBOX_AUDIT_LOG */
 	bool audit_warn;          /* --audit-on-error warn: a run not audited goes on */
 	int argc;                 /* the command */

@@ -124,6 +124,50 @@ static int add_extra(nsbox_config *cfg, const run_extra *x, nsbox_error **e)
 	return r;
 }
 
+static const char *const default_blocked[] = { "os", "subprocess", "shutil", "socket", "pathlib" };
+
+static void free_names(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The Python import gate, before the run: block refuses (also when the
+ * checker itself fails: fail closed); warn runs and records what it saw.
+ * Returns -1 when the run must not start (the record is out). */
+static int import_gate(const run_args *a, const nsbox_config *cfg, const run_extra *x, int audit_fd,
+                       char ***hits, size_t *n_hits, const char **mode)
+{
+	*mode = a->import_gate ? a->import_gate : a->n_blocked ? "block" : "off";
+	if (!x || strcmp(x->lang, "python") || !strcmp(*mode, "off"))
+		return 0;
+	const char *const *list = a->n_blocked ? a->blocked : default_blocked;
+	size_t n = a->n_blocked ? a->n_blocked : sizeof(default_blocked) / sizeof(*default_blocked);
+	nsbox_error *e = NULL;
+	int r = nsbox_import_gate_check(cfg, x->data, x->len, list, n, hits, n_hits, &e);
+	bool block = !strcmp(*mode, "block");
+	if (r == 0)
+		return 0;
+	if (!block) {
+		/* warn: a blocked import, or a checker that failed, is said and
+		 * the run goes on. */
+		print_msg("warning: %s", nsbox_error_message(e));
+		nsbox_error_free(e);
+		return 0;
+	}
+	print_error(e);
+	nsbox_result *res = NULL;
+	if (nsbox_result_new_failed(cfg, e, &res, NULL) == 0) {
+		(void) nsbox_result_set_imports(res, *mode, (const char *const *) *hits, *n_hits, NULL);
+		(void) emit_record(res, a);
+		(void) audit_run(a, audit_fd, res);
+		nsbox_result_free(res);
+	}
+	nsbox_error_free(e);
+	return -1;
+}
+
 /* SIGINT/SIGTERM/SIGHUP/SIGQUIT go to the supervisor's signalfd, which
  * forwards them to the sandbox. */
 static int signals_to_fd(sigset_t *old)
@@ -197,12 +241,19 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	nsbox_error *e = NULL;
 	int rc;
 	int audit_fd = -1;
+	char **hits = NULL;   /* the import gate's findings */
+	size_t n_hits = 0;
+	const char *gate_mode = "off";
 	if (open_audit(&a, &audit_fd) < 0) {
 		rc = EXIT_SETUP;
 		goto out;
 	}
 	if (build_config(&a, &cfg, &e) < 0 || (extra && add_extra(cfg, extra, &e) < 0)) {
 		rc = fail_before_start(&a, cfg, e, audit_fd);
+		goto out;
+	}
+	if (import_gate(&a, cfg, extra, audit_fd, &hits, &n_hits, &gate_mode) < 0) {
+		rc = EXIT_SETUP;
 		goto out;
 	}
 	uint64_t stats_ms = 0;
@@ -250,6 +301,8 @@ int run_with(int argc, char **argv, const run_extra *extra)
 		nsbox_error_free(e);
 		e = NULL;
 	}
+	if (strcmp(gate_mode, "off"))
+		(void) nsbox_result_set_imports(res, gate_mode, (const char *const *) hits, n_hits, NULL);
 	if (!a.json)
 		print_captured(res);
 	const nsbox_error *why = nsbox_result_error(res);
@@ -268,6 +321,7 @@ restore:
 		close(stats_fd);
 	(void) sigprocmask(SIG_SETMASK, &old, NULL);
 out:
+	free_names(hits, n_hits);
 	if (audit_fd >= 0)
 		close(audit_fd);
 	nsbox_config_free(cfg);

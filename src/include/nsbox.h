@@ -168,6 +168,32 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 /* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
 
+/* ---- the Python import gate ------------------------------------------ */
+
+/* The modules that the Python `code` imports (`import x`, `from x import y`
+ * as "x" and "x.y", `__import__("x")`, `importlib.import_module("x")` with
+ * literal names), found by Python's ast module in a short first sandbox
+ * with cfg's image or rootfs, no network, the strict seccomp profile and
+ * small limits. The code is never parsed on the host. Any failure of the
+ * checker (a hostile snippet that exhausts its limits, no python3 in the
+ * image) is an error: callers that block must then refuse the run.
+ * *imports is a NULL-terminated array (NULL when *count is 0); free each
+ * string and the array. Defence in depth, not a boundary. */
+int nsbox_import_gate_scan(const nsbox_config *cfg, const char *code, size_t len, char ***imports,
+                           size_t *count, nsbox_error **err);
+/* Scan as above and match against `blocked` (module or submodule). 0: no
+ * blocked import. -EACCES: *hits lists the blocked imports found (free as
+ * above) and *err says "Security policy blocked import: os". Other errors:
+ * the scan failed (fail closed when blocking). */
+int nsbox_import_gate_check(const nsbox_config *cfg, const char *code, size_t len, const char *const *blocked,
+                            size_t n_blocked, char ***hits, size_t *n_hits, nsbox_error **err);
+/* Record the gate's verdict in r as "code": {"import_gate": mode,
+ * "blocked_imports": [...]}. */
+int nsbox_result_set_imports(nsbox_result *r, const char *mode, const char *const *blocked, size_t n,
+                             nsbox_error **err);
+/* Is `module` the module `blocked` or one of its submodules? */
+bool nsbox_import_gate_matches(const char *module, const char *blocked);
+
 /* ---- audit log ---------------------------------------------------------- */
 
 /* Open (creating it 0600) an audit log for appending. A symlink, FIFO,

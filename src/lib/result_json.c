@@ -215,6 +215,8 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	} else {
 		buf_puts(&b, ",\"denied\":null");
 	}
+	if (r->code_json)
+		buf_printf(&b, ",\"code\":%s", r->code_json);
 	if (r->error) {
 		buf_puts(&b, ",\"error\":{\"step\":");
 		json_cstr(&b, r->error->step);

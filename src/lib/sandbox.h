@@ -107,6 +107,7 @@ struct nsbox_result {
 	const char *net_helper;   /* --network user: static name, or NULL */
 	bool host_loopback;
 	proxy_log net_allowed, net_denied;   /* owned */
+	char *code_json;      /* the import gate's "code" object, or NULL */
 };
 
 /* seccomp_notify.c: serve the --seccomp-log listener; false when it is done. */
