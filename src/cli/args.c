@@ -51,6 +51,10 @@ const char run_usage[] =
 	"      --block-import MOD  block MOD and its submodules (repeatable; implies\n"
 	"                          --import-gate block; default list: os, subprocess,\n"
 	"                          shutil, socket, pathlib)\n"
+	"      --artifacts DIR     keep result.json, policy.yaml and the code of each\n"
+	"                          run in DIR/<UTC time>-<digest> (0700, files 0600)\n"
+	"      --store-code WHEN   always (default), on_error or never\n"
+	"      --artifacts-keep N  keep only the N newest run directories\n"
 	"      --audit-log FILE    append one JSON line per run (no code, no output)\n"
 	"      --audit-on-error M  fail (default: no audit, no run) or warn\n"
 	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
@@ -64,7 +68,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
 	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE,
-	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST, OPT_IMPORT_GATE, OPT_BLOCK_IMPORT,
+	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST, OPT_IMPORT_GATE, OPT_BLOCK_IMPORT, OPT_ARTIFACTS, OPT_STORE_CODE, OPT_ARTIFACTS_KEEP,
 };
 
 static const struct option long_opts[] = {
@@ -103,6 +107,9 @@ static const struct option long_opts[] = {
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
 	{ "import-gate", required_argument, NULL, OPT_IMPORT_GATE },
 	{ "block-import", required_argument, NULL, OPT_BLOCK_IMPORT },
+	{ "artifacts", required_argument, NULL, OPT_ARTIFACTS },
+	{ "store-code", required_argument, NULL, OPT_STORE_CODE },
+	{ "artifacts-keep", required_argument, NULL, OPT_ARTIFACTS_KEEP },
 	{ "trust", required_argument, NULL, OPT_TRUST },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "audit-on-error", required_argument, NULL, OPT_AUDIT_ON_ERROR },
@@ -193,6 +200,25 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 				goto oom;
 			a->blocked = v;
 			v[a->n_blocked++] = optarg;
+			continue;
+		}
+		case OPT_ARTIFACTS: a->artifacts = optarg; continue;
+		case OPT_STORE_CODE:
+			if (strcmp(optarg, "always") && strcmp(optarg, "on_error") && strcmp(optarg, "never")) {
+				snprintf(errbuf, errlen, "--store-code: invalid value '%s' (expected always, on_error or never)", optarg);
+				return -1;
+			}
+			a->store_code = optarg;
+			continue;
+		case OPT_ARTIFACTS_KEEP: {
+			char *end = NULL;
+			errno = 0;
+			unsigned long k = strtoul(optarg, &end, 10);
+			if (errno || !*optarg || *end || optarg[0] == '-' || k > 1000000) {
+				snprintf(errbuf, errlen, "--artifacts-keep: invalid count '%s'", optarg);
+				return -1;
+			}
+			a->artifacts_keep = (unsigned) k;
 			continue;
 		}
 		case OPT_TRUST:

@@ -26,6 +26,9 @@ typedef struct run_args {
 	const char *import_gate;  /* --import-gate off|warn|block, or NULL */
 	const char **blocked;     /* --block-import MOD (into argv) */
 	size_t n_blocked;
+	const char *artifacts;    /* --artifacts DIR */
+	const char *store_code;   /* --store-code always|on_error|never */
+	unsigned artifacts_keep;  /* --artifacts-keep N (0: all) */
 	const char *audit_log;    /* --audit-log, else NSBOX_AUDIT_LOG */
 	bool audit_warn;          /* --audit-on-error warn: a run not audited goes on */
 	int argc;                 /* the command */

@@ -91,6 +91,20 @@ static int audit_run(const run_args *a, int fd, const nsbox_result *r)
 	return a->audit_warn ? 0 : -1;
 }
 
+/* Artifacts are a record for later, not a gate: a failure to keep them is
+ * reported and the run's status stands. */
+static void keep_artifacts(const run_args *a, const nsbox_result *r)
+{
+	if (!a->artifacts)
+		return;
+	nsbox_error *e = NULL;
+	if (nsbox_artifacts_store(a->artifacts, r, a->store_code ? a->store_code : "always", a->artifacts_keep,
+	                          NULL, &e) < 0) {
+		print_msg("warning: %s", nsbox_error_message(e));
+		nsbox_error_free(e);
+	}
+}
+
 static int fail_before_start(const run_args *a, const nsbox_config *cfg, nsbox_error *e, int audit_fd)
 {
 	print_error(e);
@@ -98,6 +112,7 @@ static int fail_before_start(const run_args *a, const nsbox_config *cfg, nsbox_e
 	if (nsbox_result_new_failed(cfg, e, &r, NULL) == 0) {
 		(void) emit_record(r, a);
 		(void) audit_run(a, audit_fd, r);
+		keep_artifacts(a, r);
 		nsbox_result_free(r);
 	}
 	nsbox_error_free(e);
@@ -162,6 +177,7 @@ static int import_gate(const run_args *a, const nsbox_config *cfg, const run_ext
 		(void) nsbox_result_set_imports(res, *mode, (const char *const *) *hits, *n_hits, NULL);
 		(void) emit_record(res, a);
 		(void) audit_run(a, audit_fd, res);
+		keep_artifacts(a, res);
 		nsbox_result_free(res);
 	}
 	nsbox_error_free(e);
@@ -313,6 +329,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 		rc = EXIT_SETUP;
 	if (audit_run(&a, audit_fd, res) < 0)
 		rc = EXIT_SETUP;
+	keep_artifacts(&a, res);
 	nsbox_result_free(res);
 restore:
 	if (sfd >= 0)

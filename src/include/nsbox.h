@@ -168,6 +168,18 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 /* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
 
+/* ---- artifacts --------------------------------------------------------- */
+
+/* Keep a run's artifacts in a new directory <dir>/<UTC time>-<digest>
+ * (created 0700; dir is created 0700 when missing and must be owned by the
+ * caller and not writable by others): result.json (the record),
+ * policy.yaml (the effective configuration) and, by store_code ("always",
+ * "on_error": only when the run failed, "never"), the code as code-<name>.
+ * Files are 0600. keep > 0: only the newest `keep` run directories stay.
+ * *path (if not NULL) is the new directory, malloc'ed. Thread-safe. */
+int nsbox_artifacts_store(const char *dir, const nsbox_result *r, const char *store_code, unsigned keep,
+                          char **path, nsbox_error **err);
+
 /* ---- the Python import gate ------------------------------------------ */
 
 /* The modules that the Python `code` imports (`import x`, `from x import y`
