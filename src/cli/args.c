@@ -132,6 +132,11 @@ static const struct { int opt; const char *name, *key; } option_keys[] = {
 	{ OPT_WORKSPACE, "--workspace", "workspace.path" }, { OPT_SESSION, "--session", "workspace.session" },
 	{ OPT_WS_MODE, "--workspace-mode", "workspace.mode" },
 	{ OPT_WS_MAX_SIZE, "--workspace-max-size", "workspace.max_size" },
+	{ OPT_AUDIT_LOG, "--audit-log", "audit.log" }, { OPT_AUDIT_ON_ERROR, "--audit-on-error", "audit.on_error" },
+	{ OPT_ARTIFACTS, "--artifacts", "audit.artifacts" }, { OPT_STORE_CODE, "--store-code", "audit.store_code" },
+	{ OPT_ARTIFACTS_KEEP, "--artifacts-keep", "audit.keep" },
+	{ OPT_IMPORT_GATE, "--import-gate", "code.import_gate" },
+	{ OPT_BLOCK_IMPORT, "--block-import", "code.blocked_imports" },
 };
 
 /* NSBOX_* variables, between the policy and the options in precedence. */
@@ -144,7 +149,7 @@ static const struct { const char *var, *key; } env_keys[] = {
 	{ "NSBOX_HOSTNAME", "hostname" }, { "NSBOX_SECCOMP", "security.seccomp" },
 	{ "NSBOX_WORKDIR", "workdir" }, { "NSBOX_CGROUP_PARENT", "limits.cgroup_parent" },
 	{ "NSBOX_REQUIRE_CGROUP", "limits.require_cgroup" }, { "NSBOX_LIMITS_FALLBACK", "limits.fallback" },
-	{ "NSBOX_NETWORK_HELPER", "network.helper" },
+	{ "NSBOX_NETWORK_HELPER", "network.helper" }, { "NSBOX_AUDIT_LOG", "audit.log" },
 };
 
 static const char *env_get(char **env, const char *name)
@@ -170,7 +175,6 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 {
 	*a = (run_args){ 0 };
 	a->policy = env_get(env, "NSBOX_POLICY");
-	a->audit_log = env_get(env, "NSBOX_AUDIT_LOG");
 	for (size_t i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++) {
 		const char *v = env_get(env, env_keys[i].var);
 		if (v && push(a, env_keys[i].key, v, env_keys[i].var) < 0)
@@ -186,54 +190,12 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 		case OPT_POLICY: a->policy = optarg; a->policy_given = true; continue;
 		case OPT_JSON: a->json = true; continue;
 		case OPT_RESULT_FILE: a->result_file = optarg; continue;
-		case OPT_AUDIT_LOG: a->audit_log = optarg; continue;
-		case OPT_IMPORT_GATE:
-			if (strcmp(optarg, "off") && strcmp(optarg, "warn") && strcmp(optarg, "block")) {
-				snprintf(errbuf, errlen, "--import-gate: invalid mode '%s' (expected off, warn or block)", optarg);
-				return -1;
-			}
-			a->import_gate = optarg;
-			continue;
-		case OPT_BLOCK_IMPORT: {
-			const char **v = realloc(a->blocked, (a->n_blocked + 1) * sizeof(*v));
-			if (!v)
-				goto oom;
-			a->blocked = v;
-			v[a->n_blocked++] = optarg;
-			continue;
-		}
-		case OPT_ARTIFACTS: a->artifacts = optarg; continue;
-		case OPT_STORE_CODE:
-			if (strcmp(optarg, "always") && strcmp(optarg, "on_error") && strcmp(optarg, "never")) {
-				snprintf(errbuf, errlen, "--store-code: invalid value '%s' (expected always, on_error or never)", optarg);
-				return -1;
-			}
-			a->store_code = optarg;
-			continue;
-		case OPT_ARTIFACTS_KEEP: {
-			char *end = NULL;
-			errno = 0;
-			unsigned long k = strtoul(optarg, &end, 10);
-			if (errno || !*optarg || *end || optarg[0] == '-' || k > 1000000) {
-				snprintf(errbuf, errlen, "--artifacts-keep: invalid count '%s'", optarg);
-				return -1;
-			}
-			a->artifacts_keep = (unsigned) k;
-			continue;
-		}
 		case OPT_TRUST:
 			if (strcmp(optarg, "untrusted") && strcmp(optarg, "standard") && strcmp(optarg, "trusted")) {
 				snprintf(errbuf, errlen, "--trust: invalid level '%s' (expected untrusted, standard or trusted)", optarg);
 				return -1;
 			}
 			a->trust = optarg;
-			continue;
-		case OPT_AUDIT_ON_ERROR:
-			if (strcmp(optarg, "fail") && strcmp(optarg, "warn")) {
-				snprintf(errbuf, errlen, "--audit-on-error: invalid value '%s' (expected fail or warn)", optarg);
-				return -1;
-			}
-			a->audit_warn = !strcmp(optarg, "warn");
 			continue;
 		case OPT_SYSFS:
 			if (push(a, "filesystem.sysfs", "true", "--sysfs") < 0)
@@ -322,8 +284,6 @@ void run_args_free(run_args *a)
 {
 	free(a->settings);
 	a->settings = NULL;
-	free(a->blocked);
-	a->blocked = NULL;
-	a->n_blocked = 0;
+
 	a->n_settings = 0;
 }

@@ -23,14 +23,16 @@ typedef struct run_args {
 	const char *stats_file;
 	bool policy_given;        /* --policy on the line (not NSBOX_POLICY) */
 	const char *trust;        /* --trust LEVEL: a shipped policy by name */
-	const char *import_gate;  /* --import-gate off|warn|block, or NULL */
-	const char **blocked;     /* --block-import MOD (into argv) */
+	/* Filled from the configuration (audit.*, code.*; options and
+	 * NSBOX_AUDIT_LOG are settings of those keys) by the run command. */
+	const char *import_gate;
+	const char *const *blocked;
 	size_t n_blocked;
-	const char *artifacts;    /* --artifacts DIR */
-	const char *store_code;   /* --store-code always|on_error|never */
-	unsigned artifacts_keep;  /* --artifacts-keep N (0: all) */
-	const char *audit_log;    /* --audit-log, else NSBOX_AUDIT_LOG */
-	bool audit_warn;          /* --audit-on-error warn: a run not audited goes on */
+	const char *artifacts;
+	const char *store_code;
+	unsigned artifacts_keep;
+	const char *audit_log;
+	bool audit_warn;
 	int argc;                 /* the command */
 	char **argv;
 	bool help;

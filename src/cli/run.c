@@ -154,7 +154,7 @@ static void free_names(char **v, size_t n)
 static int import_gate(const run_args *a, const nsbox_config *cfg, const run_extra *x, int audit_fd,
                        char ***hits, size_t *n_hits, const char **mode)
 {
-	*mode = a->import_gate ? a->import_gate : a->n_blocked ? "block" : "off";
+	*mode = a->import_gate;
 	if (!x || strcmp(x->lang, "python") || !strcmp(*mode, "off"))
 		return 0;
 	const char *const *list = a->n_blocked ? a->blocked : default_blocked;
@@ -260,12 +260,15 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	char **hits = NULL;   /* the import gate's findings */
 	size_t n_hits = 0;
 	const char *gate_mode = "off";
-	if (open_audit(&a, &audit_fd) < 0) {
-		rc = EXIT_SETUP;
-		goto out;
-	}
 	if (build_config(&a, &cfg, &e) < 0 || (extra && add_extra(cfg, extra, &e) < 0)) {
 		rc = fail_before_start(&a, cfg, e, audit_fd);
+		goto out;
+	}
+	(void) nsbox_config_audit(cfg, &a.audit_log, &a.audit_warn, &a.artifacts, &a.store_code, &a.artifacts_keep);
+	(void) nsbox_config_import_gate(cfg, &a.import_gate, &a.blocked, &a.n_blocked);
+	/* Before anything starts: a run that could not be audited is refused. */
+	if (open_audit(&a, &audit_fd) < 0) {
+		rc = EXIT_SETUP;
 		goto out;
 	}
 	if (import_gate(&a, cfg, extra, audit_fd, &hits, &n_hits, &gate_mode) < 0) {

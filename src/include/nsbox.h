@@ -180,6 +180,15 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
 int nsbox_artifacts_store(const char *dir, const nsbox_result *r, const char *store_code, unsigned keep,
                           char **path, nsbox_error **err);
 
+/* The audit.* policy keys (NULL, false, "always", 0 when unset): what the
+ * caller should do around a run. Pointers live as long as cfg. */
+int nsbox_config_audit(const nsbox_config *cfg, const char **log, bool *warn, const char **artifacts,
+                       const char **store_code, unsigned *keep);
+/* code.import_gate ("off", "warn", "block"; "block" when only a list is
+ * given) and code.blocked_imports (may be empty: the caller's default). */
+int nsbox_config_import_gate(const nsbox_config *cfg, const char **mode, const char *const **blocked,
+                             size_t *n);
+
 /* ---- the Python import gate ------------------------------------------ */
 
 /* The modules that the Python `code` imports (`import x`, `from x import y`

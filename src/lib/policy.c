@@ -136,6 +136,7 @@ static int load_value(loader *l, const char *key, yaml_node_t *v, nsbox_error **
 
 static const char *const sections[] = {
 	"limits", "network", "filesystem", "workspace", "environment", "security",
+	"audit", "code",   /* config_audit.c */
 };
 
 /* Walk a mapping; `prefix` is the section name or NULL at the top. */
