@@ -13,6 +13,7 @@ const char run_usage[] =
 	"  --image NAME            root filesystem from the image store (default: default)\n"
 	"  --rootfs DIR            root filesystem from a directory\n"
 	"  --policy FILE           YAML policy; options below override it\n"
+	"      --trust LEVEL       untrusted, standard or trusted: a shipped policy\n"
 	"  -m, --memory SIZE       memory limit, no swap beyond it (512m)\n"
 	"      --cpus N            CPU quota in cores (1)\n"
 	"      --pids-limit N      process/thread limit (64)\n"
@@ -46,6 +47,17 @@ const char run_usage[] =
 	"      --stats-file FILE   where the samples go, as JSON lines (default: stderr)\n"
 	"      --json              capture output and print the result record as JSON\n"
 	"      --result-file FILE  also write the result record to FILE\n"
+	"      --import-gate MODE  run-code python: off, warn or block imports of\n"
+	"                          the blocked modules (found by ast, in a sandbox)\n"
+	"      --block-import MOD  block MOD and its submodules (repeatable; implies\n"
+	"                          --import-gate block; default list: os, subprocess,\n"
+	"                          shutil, socket, pathlib)\n"
+	"      --artifacts DIR     keep result.json, policy.yaml and the code of each\n"
+	"                          run in DIR/<UTC time>-<digest> (0700, files 0600)\n"
+	"      --store-code WHEN   always (default), on_error or never\n"
+	"      --artifacts-keep N  keep only the N newest run directories\n"
+	"      --audit-log FILE    append one JSON line per run (no code, no output)\n"
+	"      --audit-on-error M  fail (default: no audit, no run) or warn\n"
 	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
 	"  -h, --help              show this help\n"
 	"\n"
@@ -57,7 +69,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
 	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE, OPT_WS_MAX_FILES,
-	OPT_ALLOW_HOST_LOOPBACK,
+	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST, OPT_IMPORT_GATE, OPT_BLOCK_IMPORT, OPT_ARTIFACTS, OPT_STORE_CODE, OPT_ARTIFACTS_KEEP,
 };
 
 static const struct option long_opts[] = {
@@ -95,6 +107,14 @@ static const struct option long_opts[] = {
 	{ "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
 	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
+	{ "import-gate", required_argument, NULL, OPT_IMPORT_GATE },
+	{ "block-import", required_argument, NULL, OPT_BLOCK_IMPORT },
+	{ "artifacts", required_argument, NULL, OPT_ARTIFACTS },
+	{ "store-code", required_argument, NULL, OPT_STORE_CODE },
+	{ "artifacts-keep", required_argument, NULL, OPT_ARTIFACTS_KEEP },
+	{ "trust", required_argument, NULL, OPT_TRUST },
+	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "audit-on-error", required_argument, NULL, OPT_AUDIT_ON_ERROR },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -115,6 +135,11 @@ static const struct { int opt; const char *name, *key; } option_keys[] = {
 	{ OPT_WS_MODE, "--workspace-mode", "workspace.mode" },
 	{ OPT_WS_MAX_SIZE, "--workspace-max-size", "workspace.max_size" },
 	{ OPT_WS_MAX_FILES, "--workspace-max-files", "workspace.max_files" },
+	{ OPT_AUDIT_LOG, "--audit-log", "audit.log" }, { OPT_AUDIT_ON_ERROR, "--audit-on-error", "audit.on_error" },
+	{ OPT_ARTIFACTS, "--artifacts", "audit.artifacts" }, { OPT_STORE_CODE, "--store-code", "audit.store_code" },
+	{ OPT_ARTIFACTS_KEEP, "--artifacts-keep", "audit.keep" },
+	{ OPT_IMPORT_GATE, "--import-gate", "code.import_gate" },
+	{ OPT_BLOCK_IMPORT, "--block-import", "code.blocked_imports" },
 };
 
 /* NSBOX_* variables, between the policy and the options in precedence. */
@@ -127,7 +152,7 @@ static const struct { const char *var, *key; } env_keys[] = {
 	{ "NSBOX_HOSTNAME", "hostname" }, { "NSBOX_SECCOMP", "security.seccomp" },
 	{ "NSBOX_WORKDIR", "workdir" }, { "NSBOX_CGROUP_PARENT", "limits.cgroup_parent" },
 	{ "NSBOX_REQUIRE_CGROUP", "limits.require_cgroup" }, { "NSBOX_LIMITS_FALLBACK", "limits.fallback" },
-	{ "NSBOX_NETWORK_HELPER", "network.helper" },
+	{ "NSBOX_NETWORK_HELPER", "network.helper" }, { "NSBOX_AUDIT_LOG", "audit.log" },
 };
 
 static const char *env_get(char **env, const char *name)
@@ -165,9 +190,16 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 	int c;
 	while ((c = getopt_long(argc, argv, "+:m:v:w:e:u:ih", long_opts, NULL)) != -1) {
 		switch (c) {
-		case OPT_POLICY: a->policy = optarg; continue;
+		case OPT_POLICY: a->policy = optarg; a->policy_given = true; continue;
 		case OPT_JSON: a->json = true; continue;
 		case OPT_RESULT_FILE: a->result_file = optarg; continue;
+		case OPT_TRUST:
+			if (strcmp(optarg, "untrusted") && strcmp(optarg, "standard") && strcmp(optarg, "trusted")) {
+				snprintf(errbuf, errlen, "--trust: invalid level '%s' (expected untrusted, standard or trusted)", optarg);
+				return -1;
+			}
+			a->trust = optarg;
+			continue;
 		case OPT_SYSFS:
 			if (push(a, "filesystem.sysfs", "true", "--sysfs") < 0)
 				goto oom;
@@ -219,6 +251,12 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 		    push(a, option_keys[i].key, optarg, option_keys[i].name) < 0)
 			goto oom;
 	}
+	if (a->trust && a->policy_given) {
+		snprintf(errbuf, errlen, "--trust and --policy both choose the policy: give one");
+		return -1;
+	}
+	if (a->trust)
+		a->policy = a->trust;
 	if (optind >= argc) {
 		snprintf(errbuf, errlen, "no command given (usage: nsbox run [OPTIONS] [--] COMMAND [ARG...])");
 		return -1;
@@ -249,5 +287,6 @@ void run_args_free(run_args *a)
 {
 	free(a->settings);
 	a->settings = NULL;
+
 	a->n_settings = 0;
 }

@@ -21,6 +21,18 @@ typedef struct run_args {
 	const char *result_file;
 	const char *stats_interval;   /* --stats-interval, validated by the caller */
 	const char *stats_file;
+	bool policy_given;        /* --policy on the line (not NSBOX_POLICY) */
+	const char *trust;        /* --trust LEVEL: a shipped policy by name */
+	/* Filled from the configuration (audit.*, code.*; options and
+	 * NSBOX_AUDIT_LOG are settings of those keys) by the run command. */
+	const char *import_gate;
+	const char *const *blocked;
+	size_t n_blocked;
+	const char *artifacts;
+	const char *store_code;
+	unsigned artifacts_keep;
+	const char *audit_log;
+	bool audit_warn;
 	int argc;                 /* the command */
 	char **argv;
 	bool help;

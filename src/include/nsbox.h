@@ -184,6 +184,72 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 /* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
 
+/* ---- artifacts --------------------------------------------------------- */
+
+/* Keep a run's artifacts in a new directory <dir>/<UTC time>-<digest>
+ * (created 0700; dir is created 0700 when missing and must be owned by the
+ * caller and not writable by others): result.json (the record),
+ * policy.yaml (the effective configuration) and, by store_code ("always",
+ * "on_error": only when the run failed, "never"), the code as code-<name>.
+ * Files are 0600. keep > 0: only the newest `keep` run directories stay.
+ * *path (if not NULL) is the new directory, malloc'ed. Thread-safe. */
+int nsbox_artifacts_store(const char *dir, const nsbox_result *r, const char *store_code, unsigned keep,
+                          char **path, nsbox_error **err);
+
+/* The audit.* policy keys (NULL, false, "always", 0 when unset): what the
+ * caller should do around a run. Pointers live as long as cfg. */
+int nsbox_config_audit(const nsbox_config *cfg, const char **log, bool *warn, const char **artifacts,
+                       const char **store_code, unsigned *keep);
+/* code.import_gate ("off", "warn", "block"; "block" when only a list is
+ * given) and code.blocked_imports (may be empty: the caller's default). */
+int nsbox_config_import_gate(const nsbox_config *cfg, const char **mode, const char *const **blocked,
+                             size_t *n);
+
+/* ---- the Python import gate ------------------------------------------ */
+
+/* The modules that the Python `code` imports (`import x`, `from x import y`
+ * as "x" and "x.y", `__import__("x")`, `importlib.import_module("x")` with
+ * literal names), found by Python's ast module in a short first sandbox
+ * with cfg's image or rootfs, no network, the strict seccomp profile and
+ * small limits. The code is never parsed on the host. Any failure of the
+ * checker (a hostile snippet that exhausts its limits, no python3 in the
+ * image) is an error: callers that block must then refuse the run.
+ * *imports is a NULL-terminated array (NULL when *count is 0); free each
+ * string and the array. Defence in depth, not a boundary. */
+int nsbox_import_gate_scan(const nsbox_config *cfg, const char *code, size_t len, char ***imports,
+                           size_t *count, nsbox_error **err);
+/* Scan as above and match against `blocked` (module or submodule). 0: no
+ * blocked import. -EACCES: *hits lists the blocked imports found (free as
+ * above) and *err says "Security policy blocked import: os". Other errors:
+ * the scan failed (fail closed when blocking). */
+int nsbox_import_gate_check(const nsbox_config *cfg, const char *code, size_t len, const char *const *blocked,
+                            size_t n_blocked, char ***hits, size_t *n_hits, nsbox_error **err);
+/* Record the gate's verdict in r as "code": {"import_gate": mode,
+ * "blocked_imports": [...]}. */
+int nsbox_result_set_imports(nsbox_result *r, const char *mode, const char *const *blocked, size_t n,
+                             nsbox_error **err);
+/* Is `module` the module `blocked` or one of its submodules? */
+bool nsbox_import_gate_matches(const char *module, const char *blocked);
+
+/* ---- audit log ---------------------------------------------------------- */
+
+/* Open (creating it 0600) an audit log for appending. A symlink, FIFO,
+ * device or directory at `path` is refused. *fd is O_APPEND|O_CLOEXEC and
+ * the caller's to close. Open it before spawning so that a run that could
+ * not be audited never starts. Thread-safe. */
+int nsbox_audit_open(const char *path, int *fd, nsbox_error **err);
+/* The audit line of a run (one line of JSON, at most 64 KiB, newline
+ * included): time, host uid, id, command and digests of the command, the
+ * code (files given with nsbox_config_add_file) and the effective policy,
+ * image, limits, network mode, allowlist and destinations, status, exit
+ * status, duration, resources, denied system calls, the number of changes
+ * and whether any was denied. Never the code or the output. *out is
+ * malloc'ed. */
+int nsbox_result_audit_json(const nsbox_result *r, char **out, nsbox_error **err);
+/* Append the audit line of `r` to `fd` with a single write(2), so that
+ * concurrent writers never interleave. A short write is an error. */
+int nsbox_audit_append(int fd, const nsbox_result *r, nsbox_error **err);
+
 /* ---- images ------------------------------------------------------------ */
 
 #define NSBOX_IMAGE_BUILD_OPTIONS_VERSION 1

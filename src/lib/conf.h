@@ -29,6 +29,17 @@ typedef struct mount_spec {
 	bool read_only;
 } mount_spec;
 
+/* audit.* and code.* (config_audit.c): read by the caller, not the plan. */
+typedef struct audit_conf {
+	char *log;            /* audit.log */
+	bool warn;            /* audit.on_error: warn */
+	char *artifacts;      /* audit.artifacts */
+	char *store_code;     /* audit.store_code; NULL: always */
+	unsigned keep;        /* audit.keep; 0: all */
+	char *import_gate;    /* code.import_gate; NULL: off, or block with a list */
+	strv blocked;         /* code.blocked_imports */
+} audit_conf;
+
 struct nsbox_config {
 	char *image;
 	char *rootfs;
@@ -69,6 +80,7 @@ struct nsbox_config {
 	uint64_t workspace_max_files;  /* ...and entries (files, dirs, links) */
 	file_spec *files;     /* written into the sandbox during setup */
 	size_t n_files;
+	audit_conf audit;
 };
 
 /* The names of enum net_mode, enum net_helper and the workspace modes. */
@@ -89,6 +101,16 @@ int config_add_mount(nsbox_config *cfg, const char *source, const char *target, 
 bool config_key_is_list(const char *key);
 /* Is `key` known at all? */
 bool config_key_known(const char *key);
+/* config_audit.c */
+struct buf;
+bool config_audit_known(const char *key);
+bool config_audit_is_list(const char *key);
+const char *config_audit_what(const char *key);
+int config_audit_apply(nsbox_config *c, const char *key, const char *v);
+void config_audit_clear_list(nsbox_config *c);
+void config_audit_free(nsbox_config *c);
+int config_audit_copy(nsbox_config *c, const nsbox_config *s);
+void config_audit_yaml(struct buf *b, const nsbox_config *c);
 int config_copy(nsbox_config **out, const nsbox_config *src);
 
 #endif

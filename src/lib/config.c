@@ -110,6 +110,7 @@ void nsbox_config_free(nsbox_config *c)
 	strv_clear(&c->env_set);
 	strv_clear(&c->env_pass);
 	strv_clear(&c->command);
+	config_audit_free(c);
 	free(c);
 }
 
@@ -137,7 +138,7 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 	c->n_mounts = 0;
 	c->files = NULL;
 	c->n_files = 0;
-	int r = 0;
+	int r = config_audit_copy(c, s);
 	r = r ?: dup_str(&c->image, s->image);
 	r = r ?: dup_str(&c->rootfs, s->rootfs);
 	r = r ?: dup_str(&c->hostname, s->hostname);
@@ -449,14 +450,18 @@ static const struct key_def *find_key(const char *key)
 bool config_key_is_list(const char *key)
 {
 	const struct key_def *k = find_key(key);
-	return k && k->list;
+	return (k && k->list) || config_audit_is_list(key);
 }
 
-bool config_key_known(const char *key) { return find_key(key) != NULL; }
+bool config_key_known(const char *key) { return find_key(key) != NULL || config_audit_known(key); }
 
 int config_clear_list(nsbox_config *cfg, const char *key)
 {
 	const struct key_def *k = find_key(key);
+	if (config_audit_is_list(key)) {
+		config_audit_clear_list(cfg);
+		return 0;
+	}
 	if (!k || !k->list)
 		return -EINVAL;
 	switch (k->id) {
@@ -590,6 +595,15 @@ int nsbox_config_set(nsbox_config *cfg, const char *key, const char *value, cons
 		return nsbox_err_invalid(err, "config", "set option: missing argument");
 	const struct key_def *k = find_key(key);
 	origin = origin ? origin : key;
+	if (!k && config_audit_known(key)) {
+		int r = config_audit_apply(cfg, key, value);
+		if (r == -ENOMEM)
+			return nsbox_err(err, ENOMEM, "config", "%s: set '%s'", origin, key);
+		if (r < 0)
+			return nsbox_err_invalid(err, "config", "%s: invalid value '%s' (expected %s)", origin, value,
+			                         config_audit_what(key));
+		return 0;
+	}
 	if (!k)
 		return nsbox_err_invalid(err, "config", "%s: unknown setting '%s'", origin, key);
 	nsbox_error *inner = NULL;

@@ -101,6 +101,7 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	buf_printf(&b, "security:\n  user: \"%u:%u\"\n", (unsigned) c->uid, (unsigned) c->gid);
 	kv(&b, "  ", "seccomp", c->seccomp);
 	buf_printf(&b, "  seccomp_log: %s\n", c->seccomp_log ? "true" : "false");
+	config_audit_yaml(&b, c);
 	*out = buf_steal(&b);
 	if (!*out)
 		return nsbox_err(err, ENOMEM, "config", "render configuration");

@@ -136,6 +136,7 @@ static int load_value(loader *l, const char *key, yaml_node_t *v, nsbox_error **
 
 static const char *const sections[] = {
 	"limits", "network", "filesystem", "workspace", "environment", "security",
+	"audit", "code",   /* config_audit.c */
 };
 
 /* Walk a mapping; `prefix` is the section name or NULL at the top. */
@@ -188,7 +189,7 @@ int nsbox_config_load_policy(nsbox_config *cfg, const char *path, nsbox_error **
 	FILE *f = shipped ? NULL : fopen(path, "re");
 	if (!f && !shipped) {
 		if (errno == ENOENT && !strchr(path, '/'))
-			return nsbox_err_hint(err, ENOENT, "policy", "shipped policies: standard, deps",
+			return nsbox_err_hint(err, ENOENT, "policy", "shipped policies: standard, deps, untrusted, trusted",
 			                      "open policy '%s': no such file, nor a shipped policy of that name", path);
 		return nsbox_err(err, errno, "policy", "open policy '%s'", path);
 	}

@@ -215,6 +215,7 @@ void nsbox_result_free(nsbox_result *r)
 	nsbox_error_free(r->error);
 	nsbox_config_free(r->cfg);
 	free(r->namespaces_json);
+	free(r->code_json);
 	free(r->network);
 	free(r->seccomp);
 	free(r->session);

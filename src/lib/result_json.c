@@ -230,6 +230,8 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	} else {
 		buf_puts(&b, ",\"denied\":null");
 	}
+	if (r->code_json)
+		buf_printf(&b, ",\"code\":%s", r->code_json);
 	if (r->error) {
 		buf_puts(&b, ",\"error\":{\"step\":");
 		json_cstr(&b, r->error->step);
@@ -242,4 +244,12 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	buf_puts(&b, "}\n");
 	*out = buf_steal(&b);
 	return *out ? 0 : nsbox_err(err, ENOMEM, "result", "render result");
+}
+
+/* The audit line (audit.c) shares these renderings with the record. */
+void result_json_audit_parts(buf *b, const nsbox_result *r)
+{
+	resources(b, r);
+	limits(b, r->cfg, r->enforced_by);
+	network(b, r);
 }

@@ -112,6 +112,7 @@ struct nsbox_result {
 	const char *net_helper;   /* --network user: static name, or NULL */
 	bool host_loopback;
 	proxy_log net_allowed, net_denied;   /* owned */
+	char *code_json;      /* the import gate's "code" object, or NULL */
 };
 
 /* seccomp_notify.c: serve the --seccomp-log listener; false when it is done. */
@@ -119,5 +120,9 @@ bool notify_handle(nsbox_sandbox *sb);
 
 /* result.c: turn what the supervisor saw into a result. */
 int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);
+
+/* result_json.c: resources, limits and network, as in the record (for audit.c). */
+struct buf;
+void result_json_audit_parts(struct buf *b, const nsbox_result *r);
 
 #endif

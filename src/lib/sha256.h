@@ -1,0 +1,12 @@
+/* SHA-256 (FIPS 180-4) for the digests in audit lines and artifact names;
+ * nsbox links no crypto library, and this needs no secret. */
+#ifndef NSBOX_SHA256_H
+#define NSBOX_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Write the 64 lowercase hex digits of SHA-256(data) and a NUL into hex. */
+void sha256_hex(const void *data, size_t len, char hex[65]);
+
+#endif
