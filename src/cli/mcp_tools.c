@@ -288,7 +288,8 @@ static char *compact_text(json_t *rec)
 json_t *mcp_call_result(const mcp_server *s, mcp_call *c, int wstatus)
 {
 	json_error_t jerr;
-	json_t *rec = c->len ? json_loadb(c->out, c->len, 0, &jerr) : NULL;
+	/* The payload's output may hold NUL bytes (\u0000 in the record). */
+	json_t *rec = c->len ? json_loadb(c->out, c->len, JSON_ALLOW_NUL, &jerr) : NULL;
 	if (!json_is_object(rec)) {
 		json_decref(rec);
 		return tool_error("the sandbox gave no result record (nsbox exited with status %d; see the server's "
