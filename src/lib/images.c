@@ -148,14 +148,14 @@ static int run_recipe(const char *dest, const char *mirror, const char *suite, c
  * chsh, mount...) and file capabilities do nothing inside, but would be a
  * root shell for every local user in the traversable store. Device nodes
  * (debootstrap's dev/) neither: the sandbox makes its own /dev. */
-static int strip_built(const char *dest, image_stripped *s, nsbox_error **err)
+static int strip_built(const char *dest, bool published, image_stripped *s, nsbox_error **err)
 {
 	_cleanup_close_ int fd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int r = fd < 0 ? -errno : strip_tree(fd, s);
 	if (r < 0)
 		return nsbox_err(err, -r, "image", "strip set-id bits and device nodes from '%s'", dest);
 	/* Only root builds: its store is shifted (image_owners.c). */
-	return image_shift_owners(fd, dest, err);
+	return image_shift_owners(fd, published, dest, err);
 }
 
 int image_write_meta(const char *dir, const char *name, const char *source, const image_stripped *s,
@@ -259,7 +259,7 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 		return nsbox_err(err, errno, "image", "create the build directory '%s'", tmp);
 	image_stripped stripped = { 0 };
 	r = run_recipe(dest, mirror, suite, comps, o->log_fd, err);
-	r = r ?: strip_built(dest, &stripped, err);
+	r = r ?: strip_built(dest, false, &stripped, err);
 	r = r ?: image_write_meta(tmp, name, source, &stripped, err);
 	if (r == 0 && chmod(tmp, 0755) < 0)
 		r = nsbox_err(err, errno, "image", "chmod '%s'", tmp);
@@ -325,10 +325,10 @@ static int strip_old(const char *store, const char *name, nsbox_error **err)
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0)
 			return nsbox_err(err, errno, "image", "open '%s'", rootfs);
-		return st.st_uid < NSBOX_RANGE_COUNT ? image_shift_owners(fd, rootfs, err) : 0;
+		return st.st_uid < NSBOX_RANGE_COUNT ? image_shift_owners(fd, true, rootfs, err) : 0;
 	}
 	image_stripped s = { 0 };
-	int r = strip_built(rootfs, &s, err);
+	int r = strip_built(rootfs, true, &s, err);
 	r = r ?: image_write_meta(dir, name, info.source ? info.source : "unknown (an older nsbox)", &s, err);
 	free(info.created), free(info.source), free(info.stripped);
 	return r;

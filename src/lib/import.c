@@ -396,7 +396,7 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 		add_resolv_conf(im.root_fd);
 	/* Root's store: no host user may own a file of it. */
 	if (r == 0 && !im.rootless)
-		r = image_shift_owners(im.root_fd, source, err);
+		r = image_shift_owners(im.root_fd, false, source, err);
 	if (r == 0) {
 		char src[PATH_MAX + 64];
 		import_path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
