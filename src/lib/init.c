@@ -61,6 +61,7 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 	if (pid == 0)
 		payload_exec(a);
 	payload_pid = pid;
+	trace_mark(a->plan->trace, TR_C_FORKED);
 
 	/* pid 1 needs no privilege from here on. It takes the payload's ids,
 	 * so it may still signal the payload's processes without CAP_KILL;
@@ -86,6 +87,7 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 			_exit(125);   /* ECHILD cannot happen before the payload is reaped */
 		}
 		if (w == pid) {
+			trace_mark(a->plan->trace, TR_C_REAPED);
 			msg m = { .type = MSG_EXIT, .status = status };
 			(void) send(a->sync_fd, &m, sizeof(m), MSG_NOSIGNAL);
 			_exit(0);

@@ -16,6 +16,7 @@
 #include "conf.h"
 #include "netuser.h"
 #include "nsbox.h"
+#include "trace.h"
 
 /* The steps the child reports on failure; their names are in plan.c. */
 enum step {
@@ -127,6 +128,7 @@ typedef struct nsbox_plan {
 	char *namespaces_json;
 	char *network;
 	nsbox_config *cfg;          /* a copy, for the result record */
+	trace_page *trace;          /* NSBOX_TRACE=1, or NULL (owned by the sandbox) */
 } nsbox_plan;
 
 /* Build the plan from a validated configuration. */

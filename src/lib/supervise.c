@@ -132,6 +132,7 @@ static void reap(nsbox_sandbox *sb)
 	                  (double) (now.tv_nsec - sb->start.tv_nsec) / 1e6;
 	sb->init_status = si.si_code == CLD_EXITED ? si.si_status : -si.si_status;
 	sb->reaped = true;
+	trace_mark(sb->trace, TR_REAPED);
 }
 
 static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
@@ -267,9 +268,12 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (sb->cg) {
 		cgroup_stats(sb->cg, &sb->cg_stats);
 		sb->have_cg_stats = true;
+		trace_mark(sb->trace, TR_STATS);
 		/* Should a directory refuse to go, the janitor keeps trying. */
 		(void) cgroup_destroy(TAKE_PTR(sb->cg));
+		trace_mark(sb->trace, TR_CG_REMOVED);
 		janitor_finish(&sb->jan);
+		trace_mark(sb->trace, TR_JANITOR_DONE);
 	}
 	/* The helper's NAT goes with the sandbox. */
 	netuser_stop(&sb->net);
@@ -284,5 +288,7 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (w->active && w->mode == WS_OVERLAY && w->max_bytes && sb->upper_bytes > w->max_bytes)
 		sb->ws_limit_hit = true;   /* written faster than the poll */
 	ws_finish(w);
-	return result_from_sandbox(sb, out, err);
+	r = result_from_sandbox(sb, out, err);
+	trace_mark(sb->trace, TR_RESULT);
+	return r;
 }
