@@ -158,5 +158,8 @@ int net_loopback_up(const nsbox_plan *p);                  /* net.c */
 int net_build_loopback_msg(nsbox_plan *p);                 /* net.c (parent) */
 int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err);  /* limits.c */
 int limits_apply(const nsbox_plan *p, enum step *failed);  /* limits.c (child) */
+/* The first `want` CPUs of `allowed` from `here` on (wrapping round) into
+ * *out; how many. */
+int limits_pick_cpus(const cpu_set_t *allowed, int here, int want, cpu_set_t *out);  /* limits.c */
 
 #endif
