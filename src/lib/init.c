@@ -15,6 +15,15 @@
 
 static volatile sig_atomic_t payload_pid;
 
+/* The payload's stack from its birth to its exec (see below): pid 1's own
+ * copy of this library's memory, untouched by anyone else. */
+static char payload_stack[64 * 1024] __attribute__((aligned(64)));
+
+static int payload_main(void *arg)
+{
+	payload_exec(arg);
+}
+
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT };
 
 static void forward(int sig)
@@ -48,18 +57,20 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 			_exit(125);
 		}
 
-	/* A raw fork: glibc's fork() takes malloc's locks, which another
-	 * thread of an embedding program may have held when we were cloned. */
-	struct clone_args ca = { .exit_signal = SIGCHLD };
-	pid_t pid = (pid_t) sys_clone3(&ca);
-	if (pid < 0 && errno == ENOSYS)
-		pid = (pid_t) syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+	/* The payload's process shares our memory until its exec, like
+	 * posix_spawn's (CLONE_VM | CLONE_VFORK): no copy of the page tables to
+	 * make, none to tear down at its exec, and no copy-on-write faults on
+	 * either side; we sleep meanwhile, so nothing it writes (its stack,
+	 * errno) is in our way. Every signal is blocked (above) until it has
+	 * reset their dispositions, so no handler of ours runs in it. Not
+	 * glibc's fork(), which takes malloc's locks that another thread of an
+	 * embedding program may have held when we were cloned. */
+	pid_t pid = clone(payload_main, payload_stack + sizeof(payload_stack),
+	                  CLONE_VM | CLONE_VFORK | SIGCHLD, (void *) a);
 	if (pid < 0) {
 		child_report(a->sync_fd, STEP_FORK, -1, errno);
 		_exit(125);
 	}
-	if (pid == 0)
-		payload_exec(a);
 	payload_pid = pid;
 	trace_mark(a->plan->trace, TR_C_FORKED);
 
