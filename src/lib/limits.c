@@ -3,7 +3,6 @@
  * enforce. The rlimits that always apply (open files, file size) are here
  * too. */
 #include <errno.h>
-#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +53,9 @@ static int plan_rlimit_mode(nsbox_plan *p, const nsbox_config *cfg, nsbox_error 
 		return nsbox_err(err, errno, "limits", "read the CPUs we may use");
 	int ncpu = CPU_COUNT(&allowed);
 	if (cfg->cpus < ncpu) {
-		if (cfg->cpus != floor(cfg->cpus))
+		/* (No libm, one library less to load at every launch: the
+		 * values here are non-negative and far below 2^64.) */
+		if (cfg->cpus != (double) (uint64_t) cfg->cpus)
 			return nsbox_err_hint(err, ENOTSUP, "limits", cgroup_remedy,
 			                      "enforce --cpus %g: without a cgroup only whole CPUs can be enforced (%s)",
 			                      cfg->cpus, p->cg_host.reason);
@@ -69,7 +70,9 @@ static int plan_rlimit_mode(nsbox_plan *p, const nsbox_config *cfg, nsbox_error 
 	if (cfg->timeout_ms) {
 		/* A backstop only: the supervisor's timer ends the run first. */
 		double cores = cfg->cpus < 1 ? 1 : cfg->cpus;
-		add_rlimit(p, RLIMIT_CPU, (uint64_t) ceil((double) cfg->timeout_ms / 1000.0 * cores) + 1);
+		double s = (double) cfg->timeout_ms / 1000.0 * cores;
+		uint64_t whole = (uint64_t) s;
+		add_rlimit(p, RLIMIT_CPU, whole + ((double) whole < s) + 1);   /* ceil, + 1 */
 	}
 	p->enforced_by = "rlimit";
 	char cpu[64] = "all CPUs";
