@@ -152,6 +152,7 @@ int mounts_pivot(int root_fd);
 int rootfs_idmapped(const nsbox_plan *p, pid_t pid);
 /* Root's idmapped workspace tree, received with the go-ahead. */
 void mounts_set_workspace_fd(int fd);
+int caps_last(void);                                       /* caps.c */
 int caps_drop_bounding(int cap_last);                      /* caps.c */
 int caps_clear(void);
 int net_loopback_up(const nsbox_plan *p);                  /* net.c */
