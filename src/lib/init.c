@@ -24,6 +24,34 @@ static int payload_main(void *arg)
 	payload_exec(arg);
 }
 
+/* AddressSanitizer cannot follow a process onto another stack (it warns, on
+ * the payload's stderr): sanitizer builds give the payload a copy of our
+ * memory instead, as a plain fork would. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PAYLOAD_SHARES_MEMORY 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PAYLOAD_SHARES_MEMORY 0
+#endif
+#endif
+#ifndef PAYLOAD_SHARES_MEMORY
+#define PAYLOAD_SHARES_MEMORY 1
+#endif
+
+static pid_t start_payload(const child_args *a)
+{
+	if (PAYLOAD_SHARES_MEMORY)
+		return clone(payload_main, payload_stack + sizeof(payload_stack),
+		             CLONE_VM | CLONE_VFORK | SIGCHLD, (void *) a);
+	struct clone_args ca = { .exit_signal = SIGCHLD };
+	pid_t pid = (pid_t) sys_clone3(&ca);
+	if (pid < 0 && errno == ENOSYS)
+		pid = (pid_t) syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+	if (pid == 0)
+		payload_exec(a);
+	return pid;
+}
+
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT };
 
 static void forward(int sig)
@@ -65,8 +93,7 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 	 * reset their dispositions, so no handler of ours runs in it. Not
 	 * glibc's fork(), which takes malloc's locks that another thread of an
 	 * embedding program may have held when we were cloned. */
-	pid_t pid = clone(payload_main, payload_stack + sizeof(payload_stack),
-	                  CLONE_VM | CLONE_VFORK | SIGCHLD, (void *) a);
+	pid_t pid = start_payload(a);
 	if (pid < 0) {
 		child_report(a->sync_fd, STEP_FORK, -1, errno);
 		_exit(125);
