@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "import_module.h"
@@ -41,16 +42,15 @@ static int load(const import_module **out, nsbox_error **err)
 	char beside[PATH_MAX], dir[PATH_MAX];
 	const char *env = secure_getenv("NSBOX_IMPORT_MODULE");
 	const char *path = env && *env ? env : NULL;
-	void *h = NULL;
+	/* Beside libnsbox only if there is one there: a module that is there
+	 * but does not load is an error to report, not a reason to go on. */
 	if (!path && own_dir(dir, sizeof(dir)) &&
-	    snprintf(beside, sizeof(beside), "%s/%s", dir, NSBOX_IMPORT_MODULE_FILE) < (int) sizeof(beside))
-		h = dlopen(beside, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (h)
+	    snprintf(beside, sizeof(beside), "%s/%s", dir, NSBOX_IMPORT_MODULE_FILE) < (int) sizeof(beside) &&
+	    access(beside, F_OK) == 0)
 		path = beside;
-	else if (!path)
+	if (!path)
 		path = PKGLIBDIR "/" NSBOX_IMPORT_MODULE_FILE;
-	if (!h)
-		h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!h) {
 		/* dlerror() names the file and says why. */
 		const char *why = dlerror();
