@@ -13,7 +13,8 @@ if command -v apt-get >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
 		build-essential autoconf automake libtool pkg-config file \
 		libseccomp-dev libcap-dev libmnl-dev libyaml-dev libarchive-dev check \
-		busybox-static uidmap python3 util-linux debootstrap iproute2 >/dev/null
+		busybox-static uidmap python3 util-linux debootstrap iproute2 \
+		hyperfine bubblewrap >/dev/null
 	# The --network user helpers: not every release has passt (Ubuntu 22.04
 	# has only slirp4netns), and nothing else needs them.
 	for helpers in "passt slirp4netns" slirp4netns passt; do
