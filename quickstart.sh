@@ -14,7 +14,8 @@ if command -v apt-get >/dev/null; then
 		build-essential autoconf automake libtool pkg-config file \
 		libseccomp-dev libcap-dev libmnl-dev libyaml-dev libarchive-dev libjansson-dev check \
 		busybox-static uidmap python3 util-linux debootstrap iproute2 \
-		python3-dev python3-setuptools python3-pytest python3-venv >/dev/null
+		python3-dev python3-setuptools python3-pytest python3-venv \
+		hyperfine bubblewrap >/dev/null
 	# The --network user helpers: not every release has passt (Ubuntu 22.04
 	# has only slirp4netns), and nothing else needs them.
 	for helpers in "passt slirp4netns" slirp4netns passt; do

@@ -8,6 +8,24 @@
 
 #include "plan.h"
 
+/* The highest capability this kernel knows, by asking the bounding set
+ * (EINVAL past the end): what libcap's cap_max_bits() answers, without
+ * linking libcap, whose constructor every launch would run for this alone. */
+int caps_last(void)
+{
+	int lo = 0, hi = 63;   /* lo is known, hi+1 is not */
+	if (prctl(PR_CAPBSET_READ, 0, 0, 0, 0) < 0)
+		return CAP_LAST_CAP;
+	while (lo < hi) {
+		int mid = (lo + hi + 1) / 2;
+		if (prctl(PR_CAPBSET_READ, mid, 0, 0, 0) >= 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 int caps_drop_bounding(int cap_last)
 {
 	/* The bounding set first: dropping it needs CAP_SETPCAP, which the

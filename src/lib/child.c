@@ -158,6 +158,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	const nsbox_plan *p = a->plan;
 	int idx, r;
 
+	trace_mark(p->trace, TR_C_START);
 	/* Into the run's cgroups before anything else (cgroup v1). */
 	for (int i = 0; i < CG_N; i++)
 		if (a->cg_tasks_fd[i] >= 0 && write(a->cg_tasks_fd[i], "0", 1) != 1)
@@ -166,8 +167,10 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		fail(a, STEP_CGROUP, -1, errno);
 	/* If the supervisor dies, so does pid 1, and with it the namespace. */
 	child_arm_parent_death(a);
+	trace_mark(p->trace, TR_C_CGROUP);
 	int ws_fd, rootfs_fd;
 	wait_go(a, &ws_fd, &rootfs_fd);
+	trace_mark(p->trace, TR_C_GO);
 	hide_cmdline();
 	setup_stdio(a);
 
@@ -176,6 +179,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	r = mounts_open_sources(p, &idx);
 	if (r < 0)
 		fail(a, idx >= 0 ? STEP_MOUNT_OP : STEP_ROOT, idx, r);
+	trace_mark(p->trace, TR_C_SOURCES);
 
 	/* Become the namespace's setup identity: files created on our tmpfs
 	 * mounts need an fsuid that is mapped in this user namespace. */
@@ -188,18 +192,22 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 
 	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
 		fail(a, STEP_HOSTNAME, -1, errno);
+	trace_mark(p->trace, TR_C_IDS);
 
 	int root = mounts_build_root(p, rootfs_fd, &idx);
 	if (root < 0)
 		fail(a, idx >= 0 ? STEP_MOUNT_OP : STEP_ROOT, idx, root);
+	trace_mark(p->trace, TR_C_ROOT);
 	mounts_set_workspace_fd(ws_fd);
 	r = mounts_apply(p, root, &idx);
 	if (r < 0)
 		fail(a, STEP_MOUNT_OP, idx, r);
+	trace_mark(p->trace, TR_C_MOUNTS);
 	r = mounts_pivot(root);
 	if (r < 0)
 		fail(a, STEP_PIVOT_ROOT, -1, r);
 	close(root);
+	trace_mark(p->trace, TR_C_PIVOT);
 
 	if (p->net_none || p->net_user) {
 		r = net_loopback_up(p);
@@ -216,12 +224,14 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	 * meanwhile; the payload starts only once it is up. */
 	if (p->net_user)
 		wait_msg(a, MSG_NET_READY);
+	trace_mark(p->trace, TR_C_NET);
 
 	/* Nothing opened before pivot_root may reach the payload: close every
 	 * fd but the standard streams and the supervisor's socket. */
 	if (a->sync_fd > 3)
 		(void) sys_close_range(3, (unsigned) a->sync_fd - 1, 0);
 	(void) sys_close_range((unsigned) a->sync_fd + 1, ~0U, 0);
+	trace_mark(p->trace, TR_C_INIT);
 	init_run(a);
 }
 
@@ -284,6 +294,7 @@ static int exec_search(const nsbox_plan *p)
 __attribute__((noreturn)) void payload_exec(const child_args *a)
 {
 	const nsbox_plan *p = a->plan;
+	trace_mark(p->trace, TR_P_START);
 	sigset_t none;
 	sigemptyset(&none);
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
@@ -309,12 +320,14 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 		fail(a, STEP_CAPS, -1, r);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(a, STEP_NO_NEW_PRIVS, -1, errno);
+	trace_mark(p->trace, TR_P_CREDS);
 	if (chdir(p->workdir) < 0)
 		fail(a, STEP_CHDIR, -1, errno);
 	enum step failed;
 	r = limits_apply(p, &failed);
 	if (r < 0)
 		fail(a, failed, -1, r);
+	trace_mark(p->trace, TR_P_LIMITS);
 	/* Everything above 2 closes at exec, including the socket to the
 	 * supervisor, which stays open until then to report an exec failure. */
 	if (sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
@@ -336,6 +349,7 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 			fail(a, STEP_SECCOMP, -1, r);
 		close(listener);
 	}
+	trace_mark(p->trace, TR_P_EXEC);
 	int e = exec_search(p);
 	child_report(a->sync_fd, STEP_EXEC, -1, e);
 	_exit(e == ENOENT ? 127 : 126);

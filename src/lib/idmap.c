@@ -307,12 +307,13 @@ static int write_file(pid_t pid, const char *name, const char *data, nsbox_error
 	return 0;
 }
 
-/* Run newuidmap/newgidmap and wait for it. An embedding program may ignore
- * or handle SIGCHLD; so we clone a child with no exit signal (it cannot be
- * reaped behind our back, and nobody hears of it) and wait on its pidfd. An
- * exec would reset its exit signal to SIGCHLD, so that child does not exec:
- * it runs the helper as its own child and exits with its status. */
-static int run_helper(char **argv, pid_t pid, nsbox_error **err)
+/* Start newuidmap/newgidmap for `pid`; its pidfd, or -errno. An embedding
+ * program may ignore or handle SIGCHLD; so we clone a child with no exit
+ * signal (it cannot be reaped behind our back, and nobody hears of it) and
+ * wait on its pidfd. An exec would reset its exit signal to SIGCHLD, so that
+ * child does not exec: it runs the helper as its own child and exits with
+ * its status. */
+static int helper_start(char **argv, pid_t pid, nsbox_error **err)
 {
 	snprintf(argv[1], 24, "%d", (int) pid);
 	int pidfd = -1;
@@ -337,6 +338,12 @@ static int run_helper(char **argv, pid_t pid, nsbox_error **err)
 			;
 		_exit(g > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 127);
 	}
+	return pidfd;
+}
+
+/* Wait for a helper started by helper_start (closes its pidfd). */
+static int helper_wait(int pidfd, char **argv, pid_t pid, nsbox_error **err)
+{
 	siginfo_t si = { 0 };
 	int r;
 	while ((r = waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL)) < 0 && errno == EINTR)
@@ -356,8 +363,19 @@ int idmap_write(const nsbox_plan *p, pid_t pid, nsbox_error **err)
 {
 	int r;
 	if (p->use_newidmap) {
-		r = run_helper(p->newuidmap_argv, pid, err);
-		return r < 0 ? r : run_helper(p->newgidmap_argv, pid, err);
+		/* Both at once: each is a set-id program's exec, and the two
+		 * maps are independent (the kernel orders nothing between them;
+		 * the child waits for our go-ahead either way). */
+		int u = helper_start(p->newuidmap_argv, pid, err);
+		if (u < 0)
+			return u;
+		int g = helper_start(p->newgidmap_argv, pid, err);
+		r = u;
+		if (g >= 0)
+			r = helper_wait(g, p->newgidmap_argv, pid, err);
+		/* uid's failure, if any, is the one reported. */
+		int ru = helper_wait(u, p->newuidmap_argv, pid, err);
+		return ru < 0 ? ru : g < 0 ? g : r;
 	}
 	if (p->rootless) {
 		r = write_file(pid, "setgroups", "deny", err);

@@ -4,7 +4,8 @@
 #define NSBOX_IMAGE_STRIP_H
 
 #include <stdbool.h>
-#include <archive_entry.h>
+
+struct archive_entry;
 
 /* What was removed from an image before it was published. */
 typedef struct image_stripped {
@@ -15,7 +16,8 @@ typedef struct image_stripped {
 
 /* An archive member about to be written: clears its setuid/setgid bits and
  * every extended attribute, counting. True when it is a device node, which
- * the caller drops (the sandbox makes its own /dev). */
+ * the caller drops (the sandbox makes its own /dev). In the import module
+ * (image_strip_entry.c), with libarchive. */
 bool strip_entry(struct archive_entry *e, image_stripped *s);
 /* The same on a tree already on disk (debootstrap's output; and a last pass
  * over every import): beneath `dirfd`, never following a link nor leaving

@@ -3,7 +3,6 @@
  * enforce. The rlimits that always apply (open files, file size) are here
  * too. */
 #include <errno.h>
-#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,22 @@ static void add_rlimit(nsbox_plan *p, int resource, uint64_t value)
 	}
 }
 
+int limits_pick_cpus(const cpu_set_t *allowed, int here, int want, cpu_set_t *out)
+{
+	CPU_ZERO(out);
+	int n = 0;
+	if (here < 0 || here >= CPU_SETSIZE)
+		here = 0;
+	for (int k = 0; k < CPU_SETSIZE && n < want; k++) {
+		int c = (here + k) % CPU_SETSIZE;
+		if (CPU_ISSET(c, allowed)) {
+			CPU_SET(c, out);
+			n++;
+		}
+	}
+	return n;
+}
+
 /* No cgroup: rlimits for memory (per process: RLIMIT_DATA, which counts
  * what a process has written to rather than address space it reserved -
  * RLIMIT_AS would stop Node.js and Java, which reserve gigabytes up front),
@@ -38,17 +53,16 @@ static int plan_rlimit_mode(nsbox_plan *p, const nsbox_config *cfg, nsbox_error 
 		return nsbox_err(err, errno, "limits", "read the CPUs we may use");
 	int ncpu = CPU_COUNT(&allowed);
 	if (cfg->cpus < ncpu) {
-		if (cfg->cpus != floor(cfg->cpus))
+		/* (No libm, one library less to load at every launch: the
+		 * values here are non-negative and far below 2^64.) */
+		if (cfg->cpus != (double) (uint64_t) cfg->cpus)
 			return nsbox_err_hint(err, ENOTSUP, "limits", cgroup_remedy,
 			                      "enforce --cpus %g: without a cgroup only whole CPUs can be enforced (%s)",
 			                      cfg->cpus, p->cg_host.reason);
-		CPU_ZERO(&p->cpu_mask);
-		int want = (int) cfg->cpus;
-		for (int c = 0; c < CPU_SETSIZE && p->cpu_count < want; c++)
-			if (CPU_ISSET(c, &allowed)) {
-				CPU_SET(c, &p->cpu_mask);
-				p->cpu_count++;
-			}
+		/* From the CPU we run on: no migration for the payload, and
+		 * sandboxes started from different CPUs do not all share the
+		 * first one (as many parallel runs would). */
+		p->cpu_count = limits_pick_cpus(&allowed, sched_getcpu(), (int) cfg->cpus, &p->cpu_mask);
 		p->pin_cpus = true;
 	}
 	add_rlimit(p, RLIMIT_DATA, cfg->memory);
@@ -56,7 +70,9 @@ static int plan_rlimit_mode(nsbox_plan *p, const nsbox_config *cfg, nsbox_error 
 	if (cfg->timeout_ms) {
 		/* A backstop only: the supervisor's timer ends the run first. */
 		double cores = cfg->cpus < 1 ? 1 : cfg->cpus;
-		add_rlimit(p, RLIMIT_CPU, (uint64_t) ceil((double) cfg->timeout_ms / 1000.0 * cores) + 1);
+		double s = (double) cfg->timeout_ms / 1000.0 * cores;
+		uint64_t whole = (uint64_t) s;
+		add_rlimit(p, RLIMIT_CPU, whole + ((double) whole < s) + 1);   /* ceil, + 1 */
 	}
 	p->enforced_by = "rlimit";
 	char cpu[64] = "all CPUs";

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -537,7 +536,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 		p->argv = argv.v;
 		p->hostname = strdup(cfg->hostname);
 		p->workdir = strdup(cfg->workdir ? cfg->workdir : p->ws.active ? "/workspace" : "/");
-		p->cap_last = cap_max_bits() - 1;
+		p->cap_last = caps_last();
 		p->timeout_ms = cfg->timeout_ms;
 		p->output_cap = cfg->output;
 		p->net_none = cfg->net == NET_NONE;

@@ -16,6 +16,7 @@
 #include "conf.h"
 #include "netuser.h"
 #include "nsbox.h"
+#include "trace.h"
 
 /* The steps the child reports on failure; their names are in plan.c. */
 enum step {
@@ -127,6 +128,7 @@ typedef struct nsbox_plan {
 	char *namespaces_json;
 	char *network;
 	nsbox_config *cfg;          /* a copy, for the result record */
+	trace_page *trace;          /* NSBOX_TRACE=1, or NULL (owned by the sandbox) */
 } nsbox_plan;
 
 /* Build the plan from a validated configuration. */
@@ -150,11 +152,15 @@ int mounts_pivot(int root_fd);
 int rootfs_idmapped(const nsbox_plan *p, pid_t pid);
 /* Root's idmapped workspace tree, received with the go-ahead. */
 void mounts_set_workspace_fd(int fd);
+int caps_last(void);                                       /* caps.c */
 int caps_drop_bounding(int cap_last);                      /* caps.c */
 int caps_clear(void);
 int net_loopback_up(const nsbox_plan *p);                  /* net.c */
 int net_build_loopback_msg(nsbox_plan *p);                 /* net.c (parent) */
 int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err);  /* limits.c */
 int limits_apply(const nsbox_plan *p, enum step *failed);  /* limits.c (child) */
+/* The first `want` CPUs of `allowed` from `here` on (wrapping round) into
+ * *out; how many. */
+int limits_pick_cpus(const cpu_set_t *allowed, int here, int want, cpu_set_t *out);  /* limits.c */
 
 #endif

@@ -65,6 +65,7 @@ struct nsbox_sandbox {
 	netuser net;          /* --network user: the helper */
 	proxy *proxy;         /* --allow-host, once the child passed its socket */
 	proxy_log net_allowed, net_denied;   /* what it let through and refused */
+	trace_page *trace;    /* NSBOX_TRACE=1, or NULL */
 	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
 	ino_t pidns_ino;
 };

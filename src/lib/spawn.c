@@ -153,11 +153,17 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		sb->output_userdata = o->output_userdata;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &sb->start);
+	sb->trace = trace_start();
 
 	int child_stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 };
 	int sv[2] = { -1, -1 };
 	int r = plan_build(o->config, &sb->plan, err);
+	if (r == 0) {
+		sb->plan->trace = sb->trace;
+		trace_mark(sb->trace, TR_PLAN);
+	}
 	r = r ?: setup_cgroup(sb, err);
+	trace_mark(sb->trace, TR_CGROUP);
 	r = r ?: open_streams(sb, o, child_stdio, close_after, err);
 	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		r = nsbox_err(err, errno, "spawn", "create socketpair");
@@ -184,6 +190,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		(void) close(sv[0]);
 		child_main(&args);
 	}
+	trace_mark(sb->trace, TR_CLONE);
 	close_fds(args.cg_tasks_fd, CG_N);
 	if (pid < 0) {
 		int e = errno;
@@ -220,6 +227,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		(void) nsbox_err_prefix(err, r, "set up user namespace");
 		goto fail;
 	}
+	trace_mark(sb->trace, TR_IDMAP);
 	/* --network user: the helper configures the sandbox's interface while
 	 * the child sets up; the child waits for MSG_NET_READY before it runs
 	 * the payload, which never sees a network that is not up yet. */
@@ -268,6 +276,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		r = nsbox_err(err, send_errno, "spawn", "release the sandbox");
 		goto fail;
 	}
+	trace_mark(sb->trace, TR_GO);
 	/* The janitor is started while the child sets up on another CPU. Were
 	 * we killed before it exists, the next run collects the cgroup (its
 	 * name carries our pid). */
@@ -275,6 +284,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		r = janitor_start(&sb->plan->cg_host, sb->cg_name, &sb->jan, err);
 		if (r < 0)
 			goto fail;
+		trace_mark(sb->trace, TR_JANITOR);
 	}
 	if (sb->plan->net_user) {
 		r = netuser_wait(&sb->plan->netuser, &sb->net, err);
@@ -285,6 +295,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		msg ready = { .type = MSG_NET_READY };
 		(void) send(sb->sync_fd, &ready, sizeof(ready), MSG_NOSIGNAL);
 	}
+	trace_mark(sb->trace, TR_SPAWNED);
 	*out = sb;
 	return 0;
 fail:
@@ -340,5 +351,6 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 		free(sb->denied[i].name);
 	free(sb->denied);
 	ws_changes_free(sb->changes, sb->n_changes);
+	trace_finish(sb->trace);
 	free(sb);
 }

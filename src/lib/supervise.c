@@ -134,6 +134,7 @@ static void reap(nsbox_sandbox *sb)
 	                  (double) (now.tv_nsec - sb->start.tv_nsec) / 1e6;
 	sb->init_status = si.si_code == CLD_EXITED ? si.si_status : -si.si_status;
 	__atomic_store_n(&sb->reaped, true, __ATOMIC_RELEASE);
+	trace_mark(sb->trace, TR_REAPED);
 }
 
 static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
@@ -270,9 +271,12 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (sb->cg) {
 		cgroup_stats(sb->cg, &sb->cg_stats);
 		sb->have_cg_stats = true;
+		trace_mark(sb->trace, TR_STATS);
 		/* Should a directory refuse to go, the janitor keeps trying. */
 		(void) cgroup_destroy(TAKE_PTR(sb->cg));
+		trace_mark(sb->trace, TR_CG_REMOVED);
 		janitor_finish(&sb->jan);
+		trace_mark(sb->trace, TR_JANITOR_DONE);
 	}
 	/* The helper's NAT goes with the sandbox. */
 	netuser_stop(&sb->net);
@@ -290,5 +294,7 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (w->active && w->mode == WS_OVERLAY && !sb->ws_limit_hit && w->max_files && sb->n_changes > w->max_files)
 		sb->ws_limit_hit = true, sb->ws_limit = "max_files";
 	ws_finish(w);
-	return result_from_sandbox(sb, out, err);
+	r = result_from_sandbox(sb, out, err);
+	trace_mark(sb->trace, TR_RESULT);
+	return r;
 }

@@ -70,6 +70,8 @@ make_rootfs "$ROOTFS"
 mkdir -p "$T/bin"
 cp "$top_builddir/src/cli/.libs/nsbox" "$T/bin/nsbox"
 cp -P "$top_builddir"/src/lib/.libs/libnsbox.so* "$T/bin/"
+# The import module, beside the library where libnsbox looks first.
+cp "$top_builddir/src/lib/.libs/libnsbox-import.so" "$T/bin/"
 chmod -R a+rX "$T/bin"
 export LD_LIBRARY_PATH=$T/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 NSBOX=$T/bin/nsbox
