@@ -235,12 +235,19 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 		case ':':
 			snprintf(errbuf, errlen, "option '%s' needs a value", argv[optind - 1]);
 			return -1;
-		case '?':
-			if (optopt)
+		case '?': {
+			/* optopt: a short option's letter; for a long option that
+			 * takes no value but was given one ("--json=1"), the
+			 * option's own code, which is no character to show. */
+			const char *arg = argv[optind - 1];
+			if (optopt >= 256)
+				snprintf(errbuf, errlen, "option '%.*s' takes no value", (int) strcspn(arg, "="), arg);
+			else if (optopt)
 				snprintf(errbuf, errlen, "unknown option '-%c'", optopt);
 			else
-				snprintf(errbuf, errlen, "unknown option '%s'", argv[optind - 1]);
+				snprintf(errbuf, errlen, "unknown option '%s'", arg);
 			return -1;
+		}
 		}
 		if (c == OPT_MAX_OUTPUT)
 			a->max_output = true;

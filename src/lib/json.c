@@ -34,6 +34,15 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* The code point of a valid sequence of n bytes. */
+static uint32_t code_point(const unsigned char *s, size_t n)
+{
+	uint32_t cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
+	for (size_t i = 1; i < n; i++)
+		cp = (cp << 6) | (s[i] & 0x3f);
+	return cp;
+}
+
 bool json_string(buf *b, const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *) str;
@@ -60,10 +69,20 @@ bool json_string(buf *b, const char *str, size_t len)
 			esc = tmp;
 		} else if (c >= 0x80) {
 			n = utf8_seq(s + i, len - i);
+			uint32_t cp = 0;
 			if (n == 0) {
 				esc = "\xef\xbf\xbd";   /* U+FFFD */
 				replaced = true;
 				n = 1;
+			} else if ((cp = code_point(s + i, n)) <= 0x9f || cp == 0x2028 || cp == 0x2029 ||
+			           cp == 0xfeff || cp == 0xfffe || cp == 0xffff) {
+				/* C1 controls, line and paragraph separators, the BOM
+				 * and non-characters: valid JSON as they are, but YAML
+				 * (`nsbox policy show` writes these strings as its
+				 * double-quoted scalars) folds NEL and the separators
+				 * as line breaks and refuses the others. */
+				snprintf(tmp, sizeof(tmp), "\\u%04x", (unsigned) cp);
+				esc = tmp;
 			}
 		}
 		if (esc) {

@@ -64,6 +64,16 @@ static int parse_authority(const char *s, size_t n, unsigned default_port, proxy
 		r->host[i] = (char) tolower(c);
 	}
 	r->host[hn] = '\0';
+	/* A name has no empty label ("a..b", ".a", "a.."): DNS has none, and
+	 * after the trailing dot of a fully qualified name goes, what is
+	 * checked must be what the origin reads in the Host we send. */
+	if (s[0] != '[' && (r->host[0] == '.' || strstr(r->host, "..")))
+		return *why = "bad host name", -EINVAL;
+	/* Brackets hold an IPv6 address (RFC 3986's IP-literal), never a
+	 * name: "[a.test]" is no way to spell a.test. */
+	struct in6_addr a6;
+	if (s[0] == '[' && inet_pton(AF_INET6, r->host, &a6) != 1)
+		return *why = "bad IPv6 address", -EINVAL;
 	if (hn > 1 && r->host[hn - 1] == '.')
 		r->host[hn - 1] = '\0';
 	unsigned long p = default_port;

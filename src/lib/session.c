@@ -29,7 +29,8 @@ struct nsbox_changes {
 };
 
 
-int session_open(const char *name, session *s, nsbox_error **err)
+/* Where session `name` lives (whether or not it is there). */
+static int session_locate(const char *name, session *s, nsbox_error **err)
 {
 	if (!image_name_valid(name))
 		return nsbox_err_invalid(err, "session", "'%s' is not a session name (letters, digits, '.', '_', '-'; no '/')",
@@ -39,6 +40,14 @@ int session_open(const char *name, session *s, nsbox_error **err)
 		return nsbox_err(err, ENOENT, "session", "find the state directory (HOME is not set)");
 	snprintf(s->dir, sizeof(s->dir), "%.3000s/sessions/%s", state, name);
 	snprintf(s->upper, sizeof(s->upper), "%.4000s/upper", s->dir);
+	return 0;
+}
+
+int session_open(const char *name, session *s, nsbox_error **err)
+{
+	int r = session_locate(name, s, err);
+	if (r < 0)
+		return r;
 	char meta[PATH_MAX + 8], text[PATH_MAX + 64];
 	snprintf(meta, sizeof(meta), "%.4000s/meta", s->dir);
 	int fd = open(meta, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -122,6 +131,8 @@ int nsbox_session_list(char ***names, size_t *count, nsbox_error **err)
 	*names = NULL;
 	*count = 0;
 	_cleanup_free_ char *state = ws_state_dir();
+	if (state)
+		ws_reap(state);   /* what killed runs left, half-made sessions among it */
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%.4000s/sessions", state ? state : "");
 	DIR *d = opendir(dir);
@@ -135,7 +146,9 @@ int nsbox_session_list(char ***names, size_t *count, nsbox_error **err)
 		if (!v)
 			break;
 		*names = v;
-		v[(*count)++] = strdup(e->d_name);
+		if (!(v[*count] = strdup(e->d_name)))
+			break;
+		++*count;
 	}
 	closedir(d);
 	return 0;
@@ -156,11 +169,21 @@ int session_open_locked(const char *name, session *s, nsbox_error **err)
 
 int nsbox_session_discard(const char *name, nsbox_error **err)
 {
+	/* Its meta is not needed (nor read): a session damaged by an older
+	 * nsbox, killed while it made the session, can go too. */
 	session s;
-	int lock = session_open_locked(name, &s, err);
+	int r = session_locate(name, &s, err);
+	if (r < 0)
+		return r;
+	struct stat st;
+	if (lstat(s.dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return nsbox_err(err, ENOENT, "session", "open session '%s': there is no such session", name);
+	int lock = ws_session_lock(s.dir);
+	if (lock == -EBUSY)
+		return nsbox_err(err, EBUSY, "session", "lock session '%s': a run is using it", name);
 	if (lock < 0)
-		return lock;
-	int r = remove_tree(s.dir);
+		return nsbox_err(err, -lock, "session", "lock session '%s' ('%s/lock')", name, s.dir);
+	r = remove_tree(s.dir);
 	close(lock);
 	return r < 0 ? nsbox_err(err, -r, "session", "remove session '%s' ('%s')", name, s.dir) : 0;
 }

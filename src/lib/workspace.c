@@ -66,39 +66,152 @@ static bool option_safe(const char *p)
 	return !strpbrk(p, ",:\\\n");
 }
 
+/* An existing session must be of this workspace. */
 static int session_meta(ws_plan *w, nsbox_error **err)
 {
 	char path[PATH_MAX + 16], text[PATH_MAX + 128];
 	snprintf(path, sizeof(path), "%.4000s/meta", w->dir);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		/* An existing session: it must be of this workspace. */
-		ssize_t n = read(fd, text, sizeof(text) - 1);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0)
 		close(fd);
-		text[n > 0 ? n : 0] = '\0';
-		char *nl = strchr(text, '\n');
-		if (nl)
-			*nl = '\0';
-		if (strcmp(text, w->lower))
-			return nsbox_err_invalid(err, "workspace",
-			                         "use session '%s': it belongs to workspace '%s', not '%s'",
-			                         w->session, text, w->lower);
-		return 0;
-	}
-	/* A new one: the workspace, and when it started (for apply's
-	 * conflict check). */
+	text[n > 0 ? n : 0] = '\0';
+	char *nl = strchr(text, '\n');
+	if (!nl)
+		return nsbox_err_hint(err, EINVAL, "workspace", "discard it with 'nsbox session discard NAME'",
+		                      "use session '%s': its meta file '%s' is damaged", w->session, path);
+	*nl = '\0';
+	if (strcmp(text, w->lower))
+		return nsbox_err_invalid(err, "workspace",
+		                         "use session '%s': it belongs to workspace '%s', not '%s'",
+		                         w->session, text, w->lower);
+	return 0;
+}
+
+/* A new session's meta: the workspace, and when it started (for apply's
+ * conflict check). */
+static int write_meta(const char *dir, const char *lower)
+{
+	char path[PATH_MAX + 16], text[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "%.4000s/meta", dir);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\n", w->lower, (long long) now.tv_sec, now.tv_nsec);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, text, (size_t) len) != len) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return nsbox_err(err, e, "workspace", "write '%s'", path);
+	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\n", lower, (long long) now.tv_sec, now.tv_nsec);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int r = fd < 0 ? -errno : 0;
+	ssize_t wr = r == 0 ? write(fd, text, (size_t) len) : 0;
+	if (r == 0 && wr != len)
+		r = wr < 0 ? -errno : -ENOSPC;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* The session's directory, made whole or not at all: a new session is
+ * laid out (lock taken, meta written) under a hidden name and renamed into
+ * place, so that a supervisor killed meanwhile, or a full disk, never
+ * leaves a session without its meta (reap_stale removes the hidden one).
+ * Returns with the session's lock held in w->lock_fd. */
+static int session_dir(ws_plan *w, const char *parent, nsbox_error **err)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		w->lock_fd = ws_session_lock(w->dir);
+		if (w->lock_fd >= 0)
+			return session_meta(w, err);
+		if (w->lock_fd == -EBUSY)
+			return nsbox_err_hint(err, EBUSY, "workspace", "wait for the other run to end",
+			                      "use session '%s': another run is using it", w->session);
+		if (w->lock_fd != -ENOENT)
+			return nsbox_err(err, -w->lock_fd, "workspace", "lock session '%s' ('%s/lock')", w->session,
+			                 w->dir);
+		unsigned char rnd[6] = { 0 };
+		random_name_bytes(rnd, sizeof(rnd));
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof(tmp), "%.4000s/.new-%d-%02x%02x%02x%02x%02x%02x", parent, (int) getpid(), rnd[0],
+		         rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+		if (mkdir(tmp, 0700) < 0)
+			return nsbox_err(err, errno, "workspace", "create session '%s' ('%s')", w->session, tmp);
+		int lock = ws_session_lock(tmp);
+		int r = lock < 0 ? lock : write_meta(tmp, w->lower);
+		if (r == 0 && rename(tmp, w->dir) == 0) {
+			w->lock_fd = lock;
+			return 0;
+		}
+		if (r == 0)
+			r = -errno;
+		(void) remove_tree(tmp);
+		if (lock >= 0)
+			close(lock);
+		/* Another run made it meanwhile: use that one. */
+		if (r != -EEXIST && r != -ENOTEMPTY)
+			return nsbox_err(err, -r, "workspace", "create session '%s' ('%s')", w->session, w->dir);
 	}
-	close(fd);
-	return 0;
+	return nsbox_err(err, EAGAIN, "workspace", "create session '%s': it keeps changing", w->session);
+}
+
+/* The pid at the start of a run directory's name ("<pid>-<random>", or
+ * ".new-<pid>-<random>" for a session being made), or 0. */
+static pid_t owner_of(const char *name)
+{
+	if (!strncmp(name, ".new-", 5))
+		name += 5;
+	char *end;
+	long pid = strtol(name, &end, 10);
+	return end != name && *end == '-' && pid > 0 && pid <= INT32_MAX ? (pid_t) pid : 0;
+}
+
+/* Remove what supervisors that are gone left below `parent` (runs/, or
+ * sessions/ being made): killed with SIGKILL, by the OOM killer, or a
+ * crash, before they removed an ephemeral upper layer themselves. A run
+ * holds the lock in its directory for as long as it lasts (and its sandbox
+ * until it executes the payload); a lock that can be taken has no holder
+ * left. A directory without a lock is older than this rule, or was made a
+ * moment ago and its lock is being taken: its owner's pid, in its name,
+ * says which. Removal is fd-anchored and never follows a link nor leaves
+ * the file system (remove_beneath). */
+static void reap_stale(const char *parent, bool sessions)
+{
+	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return;
+	int lfd = dup(pfd);
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (sessions && strncmp(e->d_name, ".new-", 5)))
+			continue;   /* a session itself is kept until discarded */
+		int dfd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		int lock = openat(dfd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		bool gone;
+		if (lock >= 0) {
+			gone = flock(lock, LOCK_EX | LOCK_NB) == 0;
+		} else {
+			pid_t pid = owner_of(e->d_name);
+			gone = errno == ENOENT && pid && pid != getpid() && kill(pid, 0) < 0 && errno == ESRCH;
+		}
+		if (gone)
+			(void) remove_beneath(pfd, e->d_name);
+		if (lock >= 0)
+			close(lock);
+		close(dfd);
+	}
+	if (d)
+		closedir(d);
+	else if (lfd >= 0)
+		close(lfd);
+	close(pfd);
+}
+
+void ws_reap(const char *state)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%.4000s/runs", state);
+	reap_stale(dir, false);
+	snprintf(dir, sizeof(dir), "%.4000s/sessions", state);
+	reap_stale(dir, true);
 }
 
 /* Refuse, before anything is mounted, a state directory the overlay could
@@ -205,14 +318,16 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	_cleanup_free_ char *state = ws_state_dir();
 	if (!state)
 		return nsbox_err(err, ENOENT, "workspace", "find the state directory (HOME is not set)");
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%.4000s/%s", state, cfg->session ? "sessions" : "runs");
 	if (cfg->session) {
 		w->session = strdup(cfg->session);
-		if (asprintf(&w->dir, "%s/sessions/%s", state, cfg->session) < 0)
+		if (asprintf(&w->dir, "%s/%s", parent, cfg->session) < 0)
 			w->dir = NULL;
 	} else {
 		unsigned char rnd[6] = { 0 };
 		random_name_bytes(rnd, sizeof(rnd));
-		if (asprintf(&w->dir, "%s/runs/%d-%02x%02x%02x%02x%02x%02x", state, (int) getpid(), rnd[0],
+		if (asprintf(&w->dir, "%s/%d-%02x%02x%02x%02x%02x%02x", parent, (int) getpid(), rnd[0],
 		             rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]) < 0)
 			w->dir = NULL;
 	}
@@ -220,25 +335,27 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
 	/* Traversable (not listable) down to the run's own directory: the
 	 * overlay reaches its layers with the sandbox setup's credentials. */
-	r = mkdir_p(w->dir, 0711);
-	if (r == 0 && (chmod(state, 0711) < 0 || chmod(w->dir, 0700) < 0))
-		r = -errno;
-	if (r == 0 && geteuid() == 0 && chown(w->dir, setup_uid, setup_gid) < 0)
+	r = mkdir_p(parent, 0711);
+	if (r == 0 && chmod(state, 0711) < 0)
 		r = -errno;
 	if (r < 0)
-		return nsbox_err(err, -r, "workspace", "create the state directory '%s'", w->dir);
+		return nsbox_err(err, -r, "workspace", "create the state directory '%s'", parent);
+	ws_reap(state);
 	if (w->session) {
-		w->lock_fd = ws_session_lock(w->dir);
-		if (w->lock_fd == -EBUSY)
-			return nsbox_err_hint(err, EBUSY, "workspace", "wait for the other run to end",
-			                      "use session '%s': another run is using it", w->session);
-		if (w->lock_fd < 0)
-			return nsbox_err(err, -w->lock_fd, "workspace", "lock session '%s' ('%s/lock')", w->session,
-			                 w->dir);
-		r = session_meta(w, err);
+		r = session_dir(w, parent, err);
 		if (r < 0)
 			return r;
+	} else {
+		/* Locked from the start: see reap_stale. */
+		if (mkdir(w->dir, 0700) < 0)
+			return nsbox_err(err, errno, "workspace", "create the state directory '%s'", w->dir);
+		int lock = ws_session_lock(w->dir);
+		if (lock < 0)
+			return nsbox_err(err, -lock, "workspace", "lock '%s/lock'", w->dir);
+		w->lock_fd = lock;
 	}
+	if (chmod(w->dir, 0700) < 0 || (geteuid() == 0 && chown(w->dir, setup_uid, setup_gid) < 0))
+		return nsbox_err(err, errno, "workspace", "create the state directory '%s'", w->dir);
 	return lay_out(w, setup_uid, setup_gid, err);
 }
 

@@ -96,6 +96,10 @@ bool ws_glob_match(const char *glob, const char *path);
 /* Take the lock of the session in `dir` (no waiting): its fd, -EBUSY when
  * another run or command holds it, or another -errno. */
 int ws_session_lock(const char *dir);
+/* Remove the run directories (and half-made sessions) of the state
+ * directory `state` whose supervisor is gone (killed before it cleaned up):
+ * every workspace run and `nsbox session ls` does this first. */
+void ws_reap(const char *state);
 /* Bytes on disk and entries of the tree under the directory fd `top` (any
  * depth); complete is false when a directory could not be read (a payload's
  * mode 000) or moved while counted: the figures are then a floor. */

@@ -93,6 +93,14 @@ START_TEST(test_errors)
 	ck_assert_int_eq(parse(&a, err, env, "run", "--json", NULL), -1);
 	ck_assert(strstr(err, "no command given") != NULL);
 	run_args_free(&a);
+	/* A value given to a flag (found by tests/fuzz: the message showed
+	 * the option's internal number as a control character). */
+	ck_assert_int_eq(parse(&a, err, env, "run", "--json=1", "x", NULL), -1);
+	ck_assert_str_eq(err, "option '--json' takes no value");
+	run_args_free(&a);
+	ck_assert_int_eq(parse(&a, err, env, "run", "--sysfs=", "x", NULL), -1);
+	ck_assert_str_eq(err, "option '--sysfs' takes no value");
+	run_args_free(&a);
 	ck_assert_int_eq(parse(&a, err, env, "run", "-h", NULL), 0);
 	ck_assert(a.help);
 	run_args_free(&a);

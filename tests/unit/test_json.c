@@ -25,6 +25,12 @@ static const struct { const char *in; size_t len; const char *out; bool replaced
 	{ "\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"", true },   /* surrogate */
 	{ "\xc3", 1, "\"\xef\xbf\xbd\"", true },                           /* truncated */
 	{ "\xf4\x90\x80\x80", 4, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"", true },
+	/* Line breaks to YAML (NEL, LS, PS), C1 controls and non-characters:
+	 * escaped, or a policy shown by 'nsbox policy show' (YAML
+	 * double-quoted scalars) would not read back the same (tests/fuzz). */
+	{ "a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9", 11, "\"a\\u0085b\\u2028c\\u2029\"", false },
+	{ "\xc2\x80\xc2\x9f\xc2\xa0", 6, "\"\\u0080\\u009f\xc2\xa0\"", false },
+	{ "\xef\xbb\xbf\xef\xbf\xbe\xef\xbf\xbf", 9, "\"\\ufeff\\ufffe\\uffff\"", false },
 };
 
 START_TEST(test_encoding)

@@ -90,6 +90,19 @@ START_TEST(test_garbage)
 		"GET http://a.test/ HTTP/1.1\nA: b\r\n\r\n",
 		"CONNECT [::1:443 HTTP/1.1\r\n\r\n",
 		"CONNECT :443 HTTP/1.1\r\n\r\n",
+		/* Empty labels (found by tests/fuzz): "a.test.." was checked as
+		 * "a.test." and relayed as a Host that reads "a.test". */
+		"GET http://a.test../ HTTP/1.0\r\n\r\n",
+		"GET http://a..test/ HTTP/1.0\r\n\r\n",
+		"CONNECT .a.test:443 HTTP/1.1\r\n\r\n",
+		"CONNECT .:443 HTTP/1.1\r\n\r\n",
+		"GET http://a.test/ HTTP/1.1\r\nHost: a.test..\r\n\r\n",
+		/* Brackets hold an IPv6 address and nothing else (tests/fuzz):
+		 * "[a.test]" was checked as the name a.test. */
+		"GET http://[a.test]/ HTTP/1.0\r\n\r\n",
+		"CONNECT [a.test]:443 HTTP/1.1\r\n\r\n",
+		"GET http://[.A1]?6160/ HTTP/1.0\r\n\r\n",
+		"GET http://[::1]/ HTTP/1.1\r\nHost: [localhost]\r\n\r\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		ck_assert_msg(parse(bad[i], &r, &why) < 0, "accepted: %s", bad[i]);

@@ -1,0 +1,58 @@
+# The libFuzzer build of the harnesses, run by `make fuzz` (Makefile.am
+# passes every variable below). A plain GNU make file: automake has no
+# per-target compiler, and the library must be compiled again with clang,
+# coverage instrumentation and the sanitizers.
+#
+#   srcdir builddir  the trees
+#   FUZZ_CC          clang (configure checked -fsanitize=fuzzer)
+#   LIB_SOURCES      libnsbox's sources (from Makefile.am, so they stay in step)
+#   CLI_SOURCES      the CLI's argument parser
+#   LIB_CFLAGS LIB_LIBS WARN_CFLAGS
+#   HARNESSES        the harness names (tests/fuzz/fuzz_NAME.c)
+
+O := $(builddir)/tests/fuzz/obj
+vpath %.c $(builddir) $(srcdir)
+
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+# The library's own includes are relative to each file ("seccomp.h" is
+# ours, <seccomp.h> libseccomp's): only the harnesses see src/lib.
+CFLAGS_LIB := -std=gnu11 -g -O1 $(SAN) $(filter-out -Werror,$(WARN_CFLAGS)) -Wno-format-nonliteral \
+	-I$(srcdir)/src/include -I$(builddir) -include config.h $(LIB_CFLAGS)
+CFLAGS_ALL := $(CFLAGS_LIB) -I$(srcdir)/src/lib -I$(srcdir)/src/cli -I$(srcdir)/tests/fuzz
+
+LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(LIB_SOURCES)))
+CLI_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(CLI_SOURCES)))
+COMMON_OBJS := $(O)/tests/fuzz/common.o
+
+BINS := $(foreach h,$(HARNESSES),$(builddir)/tests/fuzz/fuzz-$(h))
+
+all: $(BINS)
+
+$(O)/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC   $<"
+	@$(FUZZ_CC) $(CFLAGS_LIB) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(O)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC   $<"
+	@$(FUZZ_CC) $(CFLAGS_ALL) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+# The seccomp harness, for the YAML format and (reading JSON only) the
+# Docker/OCI one.
+$(O)/tests/fuzz/fuzz_seccomp_yaml.o: tests/fuzz/fuzz_seccomp.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC   $< (yaml)"
+	@$(FUZZ_CC) $(CFLAGS_ALL) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(O)/tests/fuzz/fuzz_seccomp_json.o: tests/fuzz/fuzz_seccomp.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC   $< (json)"
+	@$(FUZZ_CC) $(CFLAGS_ALL) -DFUZZ_JSON -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(builddir)/tests/fuzz/fuzz-%: $(O)/tests/fuzz/fuzz_%.o $(COMMON_OBJS) $(LIB_OBJS) $(CLI_OBJS)
+	@echo "  FUZZLD   $@"
+	@$(FUZZ_CC) $(SAN) -fsanitize=fuzzer -o $@ $^ $(LIB_LIBS) -lm
+
+.SECONDARY:
+-include $(shell find $(O) -name '*.d' 2>/dev/null)
