@@ -82,6 +82,12 @@ int cgroup_destroy(cgroup *cg);
 /* Remove empty cgroups left below the host's parents by supervisors that
  * no longer exist ("nsbox-PID-..." and "nsbox-supervisor-PID"). */
 void cgroup_collect_stale(const cg_host *h);
+/* Names: "nsbox-PID-RAND8-PIDNS" for a run, "nsbox-supervisor-PID-PIDNS"
+ * for a supervisor's own leaf (v2), PIDNS the inode of the creator's pid
+ * namespace in hex (absent in names made by older versions). True when
+ * `name` is one of ours; *pidns is 0 when it names none. */
+bool cgroup_name_owner(const char *name, pid_t *pid, uint64_t *pidns);
+uint64_t cgroup_own_pidns(void);
 
 /* Helpers shared with `nsbox check` and the tests. */
 int cg_read_u64(const char *dir, const char *file, uint64_t *out);

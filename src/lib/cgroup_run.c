@@ -1,4 +1,5 @@
 /* Creating, filling, reading and removing one run's cgroups. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +69,8 @@ static int enable_controllers(const char *dir, nsbox_error **err)
 	}
 	nsbox_error_free(first);
 	char leaf[PATH_MAX], pid[32];
-	snprintf(leaf, sizeof(leaf), "%s/nsbox-supervisor-%d", dir, (int) getpid());
+	snprintf(leaf, sizeof(leaf), "%s/nsbox-supervisor-%d-%llx", dir, (int) getpid(),
+	         (unsigned long long) cgroup_own_pidns());
 	snprintf(pid, sizeof(pid), "%d", (int) getpid());
 	if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
 		return nsbox_err(err, errno, "cgroup", "create leaf cgroup '%s'", leaf);
@@ -278,23 +280,57 @@ int cgroup_destroy(cgroup *cg)
 	return r;
 }
 
-/* The pid in "nsbox-PID-xxxxxxxx" or "nsbox-supervisor-PID", or 0. */
-static pid_t owner_of(const char *name)
+/* Our pid namespace's inode (0 if it cannot be read). */
+uint64_t cgroup_own_pidns(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t) st.st_ino : 0;
+}
+
+bool cgroup_name_owner(const char *name, pid_t *pid, uint64_t *pidns)
 {
 	const char *p = NULL;
+	*pid = 0;
+	*pidns = 0;
 	if (!strncmp(name, "nsbox-supervisor-", 17))
 		p = name + 17;
 	else if (!strncmp(name, "nsbox-", 6))
 		p = name + 6;
 	if (!p || *p < '1' || *p > '9')
-		return 0;
+		return false;
 	char *e;
-	long pid = strtol(p, &e, 10);
-	return (*e == '-' || *e == '\0') && pid > 0 ? (pid_t) pid : 0;
+	errno = 0;
+	long n = strtol(p, &e, 10);
+	if (errno || n <= 0 || n > INT_MAX || (*e != '-' && *e != '\0'))
+		return false;
+	*pid = (pid_t) n;
+	/* Then, in a run's name, 8 hex digits of its own; then the pid
+	 * namespace (older names have none). A supervisor's leaf: the
+	 * namespace follows the pid. */
+	if (*e == '-' && p == name + 6) {
+		e++;
+		for (int i = 0; i < 8; i++, e++)
+			if (!isxdigit((unsigned char) *e))
+				return false;
+		if (*e != '-' && *e != '\0')
+			return false;
+	}
+	if (*e == '-') {
+		const char *ns = e + 1;
+		if (!isxdigit((unsigned char) *ns))
+			return false;
+		errno = 0;
+		unsigned long long v = strtoull(ns, &e, 16);
+		if (errno || *e != '\0' || v == 0)
+			return false;
+		*pidns = v;
+	}
+	return true;
 }
 
 void cgroup_collect_stale(const cg_host *h)
 {
+	uint64_t own_ns = cgroup_own_pidns();
 	for (int i = 0; i < CG_N; i++) {
 		if (!h->parent[i])
 			continue;
@@ -303,10 +339,14 @@ void cgroup_collect_stale(const cg_host *h)
 			continue;
 		struct dirent *e;
 		while ((e = readdir(d))) {
-			pid_t pid = owner_of(e->d_name);
-			/* Alive (or not ours to judge): leave it alone. An empty
-			 * directory is all rmdir will ever remove. */
-			if (!pid || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+			pid_t pid;
+			uint64_t ns;
+			/* Judged only by a collector in the owner's pid namespace
+			 * (elsewhere the pid names another process, or none), and
+			 * only when that process is gone. An empty directory is
+			 * all rmdir will ever remove. */
+			if (!cgroup_name_owner(e->d_name, &pid, &ns) || (ns && ns != own_ns) ||
+			    pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
 				continue;
 			char path[PATH_MAX];
 			snprintf(path, sizeof(path), "%s/%s", h->parent[i], e->d_name);

@@ -62,8 +62,11 @@ static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
 		return 0;
 	char rnd[4] = { 0 };
 	random_name_bytes(rnd, sizeof(rnd));
-	snprintf(sb->cg_name, sizeof(sb->cg_name), "nsbox-%d-%02x%02x%02x%02x", (int) getpid(),
-	         (unsigned char) rnd[0], (unsigned char) rnd[1], (unsigned char) rnd[2], (unsigned char) rnd[3]);
+	/* The pid means something only in our pid namespace: its inode is in
+	 * the name, so that a collector elsewhere leaves the cgroup alone. */
+	snprintf(sb->cg_name, sizeof(sb->cg_name), "nsbox-%d-%02x%02x%02x%02x-%llx", (int) getpid(),
+	         (unsigned char) rnd[0], (unsigned char) rnd[1], (unsigned char) rnd[2], (unsigned char) rnd[3],
+	         (unsigned long long) cgroup_own_pidns());
 	cg_host *h = &sb->plan->cg_host;
 	cgroup_collect_stale(h);
 	/* cgroup v1's cpuacct is kept even when mounted apart from cpu: the

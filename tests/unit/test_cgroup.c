@@ -230,6 +230,35 @@ START_TEST(test_v2_cpu_from_cpu_stat)
 }
 END_TEST
 
+START_TEST(test_name_owner)
+{
+	pid_t pid;
+	uint64_t ns;
+	ck_assert(cgroup_name_owner("nsbox-123-0badc0de-effffffc", &pid, &ns));
+	ck_assert_int_eq(pid, 123);
+	ck_assert_uint_eq(ns, 0xeffffffcu);
+	/* Older names: no namespace, judged as before. */
+	ck_assert(cgroup_name_owner("nsbox-77-deadbeef", &pid, &ns));
+	ck_assert_int_eq(pid, 77);
+	ck_assert_uint_eq(ns, 0);
+	ck_assert(cgroup_name_owner("nsbox-supervisor-9-4026531836", &pid, &ns));
+	ck_assert_int_eq(pid, 9);
+	ck_assert_uint_eq(ns, 0x4026531836ull);
+	ck_assert(cgroup_name_owner("nsbox-supervisor-9", &pid, &ns));
+	ck_assert_uint_eq(ns, 0);
+	/* Not ours, or malformed: never judged. */
+	ck_assert(!cgroup_name_owner("nsbox-0-deadbeef", &pid, &ns));
+	ck_assert(!cgroup_name_owner("nsbox-12x-deadbeef", &pid, &ns));
+	ck_assert(!cgroup_name_owner("nsbox-12-dead", &pid, &ns));
+	ck_assert(!cgroup_name_owner("nsbox-12-deadbeef-", &pid, &ns));
+	ck_assert(!cgroup_name_owner("nsbox-12-deadbeef-0", &pid, &ns));
+	ck_assert(!cgroup_name_owner("nsbox-12-deadbeef-zz", &pid, &ns));
+	ck_assert(!cgroup_name_owner("nsbox-99999999999-deadbeef", &pid, &ns));
+	ck_assert(!cgroup_name_owner("user.slice", &pid, &ns));
+	ck_assert(!cgroup_name_owner("nsbox-", &pid, &ns));
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("cgroup");
@@ -242,5 +271,6 @@ int main(void)
 	tcase_add_test(tc, test_v1_cpu_from_cpuacct);
 	tcase_add_test(tc, test_cpu_split);
 	tcase_add_test(tc, test_v2_cpu_from_cpu_stat);
+	tcase_add_test(tc, test_name_owner);
 	return unit_run("cgroup", tc);
 }
