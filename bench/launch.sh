@@ -47,8 +47,10 @@ else
 	cp -P "$lib"/libnsbox.so* "$T/bin/"
 	cp "$lib/libnsbox-import.so" "$T/bin/" 2>/dev/null || true
 	# shellcheck disable=SC2016 # $ORIGIN is for the dynamic linker
+	# The CLI's own convenience libraries, as src/cli/nsbox is linked.
+	# shellcheck disable=SC2046 # pkg-config prints separate words
 	${CC:-cc} -o "$T/bin/nsbox" "$build/src/cli/main.o" "$build/src/cli/.libs/libcli.a" \
-		-L"$T/bin" -lnsbox -Wl,-rpath,'$ORIGIN'
+		"$build/src/cli/.libs/libmcp.a" -L"$T/bin" -lnsbox $(pkg-config --libs jansson) -Wl,-rpath,'$ORIGIN'
 	how="build tree $build, relinked with an \$ORIGIN run path"
 fi
 chmod -R a+rX "$T/bin"

@@ -24,7 +24,8 @@ if [ -x "$nsbox" ]; then export LD_LIBRARY_PATH=$build/src/lib/.libs; else nsbox
 T=$(mktemp -d /tmp/nsbox-bench.XXXXXX)
 chmod 755 "$T"
 PIDS=
-trap 'kill $PIDS 2>/dev/null; wait 2>/dev/null; umount /dev/net/tun 2>/dev/null; rm -rf "$T"' EXIT
+# Under set -e a failing command would end the trap early: each one may fail.
+trap 'kill $PIDS 2>/dev/null; wait 2>/dev/null; umount /dev/net/tun 2>/dev/null || :; rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 "$here/rootfs/busybox.sh" "$T/rootfs" >/dev/null
 R=$T/rootfs
