@@ -163,8 +163,12 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	} else if (sb->killed || sb->init_status < 0) {
 		/* pid 1 itself was killed: by us after a forwarded signal, or by
 		 * someone with the right to (SIGKILL from the host). */
-		r->status = NSBOX_STATUS_SIGNALED;
 		r->signal = sb->init_status < 0 ? -sb->init_status : SIGKILL;
+		/* Not by us, with the cgroup's OOM counter up: the kernel's OOM
+		 * killer took pid 1 (seen under memory pressure from outside
+		 * the sandbox), and that is why the run ended. */
+		r->status = !sb->killed && r->signal == SIGKILL && r->oom_killed ? NSBOX_STATUS_OOM_KILLED
+		                                                                  : NSBOX_STATUS_SIGNALED;
 	} else {
 		r->status = NSBOX_STATUS_SETUP_FAILED;
 		(void) nsbox_err(&r->error, EPROTO, "setup",
