@@ -52,6 +52,12 @@ def _int_env(name: str, default: int, low: int, high: int) -> int:
 
 CONCURRENCY = _int_env("NSBOX_CELERY_CONCURRENCY", os.cpu_count() or 1, 1, 4096)
 MAX_RETRIES = _int_env("NSBOX_CELERY_MAX_RETRIES", 3, 0, 100)
+# Messages a pool process reserves ahead (Celery's prefetch multiplier). With
+# 1, Redis leaves a worker idle between tasks until its event loop's next
+# timer (measured: stalls of up to 3 s); 4 keeps it busy. Reserved messages
+# wait on that worker (another may be idle) and count against the
+# visibility timeout: it must exceed PREFETCH x the longest task.
+PREFETCH = _int_env("NSBOX_CELERY_PREFETCH", 4, 1, 1000)
 # A retry waits this long (seconds) before another worker may take it: a
 # worker that is alone does not spin through its retries.
 HOP_DELAY = 0.5
@@ -68,7 +74,7 @@ app.conf.update(
     # Acknowledged when done: a worker that dies mid-task leaves the message
     # to be delivered again to another one (at least once).
     task_acks_late=True, task_reject_on_worker_lost=True,
-    worker_prefetch_multiplier=1,
+    worker_prefetch_multiplier=PREFETCH,
     worker_concurrency=CONCURRENCY,
     # Prefork (Celery's default): one sandbox per pool process at a time, so
     # the pool's size is the cap; its processes die with the worker

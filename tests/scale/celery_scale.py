@@ -96,14 +96,14 @@ BASE_ENV = dict(os.environ, NSBOX_CELERY_CONCURRENCY="2", NSBOX_TIMEOUT="20s", N
 workers = {}
 
 
-def start_worker(name, rootfs=ROOTFS, wrap=(), **extra):
+def start_worker(name, rootfs=ROOTFS, wrap=(), args=(), **extra):
     d = "%s/%s" % (T, name)
     for sub in ("home", "state", "tmp"):
         os.makedirs("%s/%s" % (d, sub), exist_ok=True)
     env = dict(BASE_ENV, HOME=d + "/home", XDG_STATE_HOME=d + "/state", TMPDIR=d + "/tmp", NSBOX_ROOTFS=rootfs,
                **extra)
     argv = list(wrap) + [PY, "-m", "celery", "-A", "nsbox.celery", "worker", "-n", name + "@scale", "-l", "info",
-                         "--without-mingle", "--without-gossip", "--without-heartbeat"]
+                         "--without-mingle", "--without-gossip", "--without-heartbeat"] + list(args)
     p = subprocess.Popen(argv, env=env, cwd=d, stdout=open(d + "/log", "w"), stderr=subprocess.STDOUT)
     workers[name] = p
     return p
@@ -149,6 +149,13 @@ try:
     ok("...saying why", "not starting: user namespaces" in log, log[-500:])
 
     phase("setup failures")
+    # A pool larger than the cap would run more sandboxes at once.
+    p = start_worker("w5", args=["-c", "3"])
+    rc = p.wait(120)
+    log = open(T + "/w5/log").read()
+    ok("a worker started with -c 3 above its cap of 2 refuses to start (exit 78)", rc == 78, "exit %s" % rc)
+    ok("...saying why", "concurrency 3 is above NSBOX_CELERY_CONCURRENCY=2" in log, log[-500:])
+
     # ---- setup failures are retried on another worker -----------------------
     # w4 starts (its image is there), then its image disappears: its runs
     # fail before anything ran. It is alone at first, so it takes them.
