@@ -15,7 +15,7 @@ if command -v apt-get >/dev/null; then
 		libseccomp-dev libcap-dev libmnl-dev libyaml-dev libarchive-dev libjansson-dev check \
 		busybox-static uidmap python3 util-linux debootstrap iproute2 \
 		python3-dev python3-setuptools python3-pytest python3-venv \
-		hyperfine bubblewrap >/dev/null
+		hyperfine bubblewrap redis-server python3-celery python3-redis python3-yaml python3-seccomp >/dev/null
 	# The --network user helpers: not every release has passt (Ubuntu 22.04
 	# has only slirp4netns), and nothing else needs them.
 	for helpers in "passt slirp4netns" slirp4netns passt; do

@@ -33,6 +33,11 @@ class SandboxError(Exception):
         self.hint = hint
         self.record = record
 
+    def __reduce__(self) -> Any:
+        # Picklable (multiprocessing, Celery's prefork pool): the base
+        # class would call __init__ with the formatted text alone.
+        return (type(self), (self.step, self.errno, self.message, self.hint, self.record))
+
     @classmethod
     def _from(cls, step: str, errnum: int, text: str,
               record: Optional[Dict[str, Any]] = None) -> "SandboxError":
