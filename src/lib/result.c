@@ -56,7 +56,7 @@ static const char *step_hint(const nsbox_plan *p, const msg *m)
 }
 
 /* Describe a failed step: "set up mounts: bind '/x' on '/y': No such file..." */
-static int step_error(const nsbox_plan *p, const msg *m, nsbox_error **err)
+int step_error(const nsbox_plan *p, const msg *m, nsbox_error **err)
 {
 	const char *what = plan_step_name((enum step) m->step);
 	char detail[PATH_MAX + 128] = "";

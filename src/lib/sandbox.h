@@ -121,6 +121,8 @@ bool notify_handle(nsbox_sandbox *sb);
 
 /* result.c: turn what the supervisor saw into a result. */
 int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);
+/* The error a child reported for a failed setup step, described. */
+int step_error(const nsbox_plan *p, const msg *m, nsbox_error **err);
 
 /* result_json.c: resources, limits and network, as in the record (for audit.c). */
 struct buf;

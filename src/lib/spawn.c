@@ -276,7 +276,14 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	int send_errno = errno;
 	close_fds(fds, (size_t) nfds);
 	if (sent != (ssize_t) sizeof(go)) {
-		r = nsbox_err(err, send_errno, "spawn", "release the sandbox");
+		/* A child that failed before the go-ahead (joining its cgroups)
+		 * said why before it exited: that is the error, not our EPIPE. */
+		msg why;
+		if (recv(sb->sync_fd, &why, sizeof(why), MSG_DONTWAIT) == (ssize_t) sizeof(why) &&
+		    why.type == MSG_ERROR)
+			r = step_error(sb->plan, &why, err);
+		else
+			r = nsbox_err(err, send_errno, "spawn", "release the sandbox");
 		goto fail;
 	}
 	trace_mark(sb->trace, TR_GO);
