@@ -28,7 +28,8 @@ static int list_one(const char *name)
 	if (nsbox_image_list(&v, &n, NULL) == 0)
 		for (size_t i = 0; i < n; i++)
 			if (!strcmp(v[i].name, name))
-				print_msg("image '%s': %.1f MiB at %s%s%s%s", name, (double) v[i].size_bytes / (1 << 20), v[i].path,
+				print_msg("image '%s': %s, %.1f MiB at %s%s%s%s", name, v[i].digest ? v[i].digest : "no digest",
+				          (double) v[i].size_bytes / (1 << 20), v[i].path,
 				          v[i].stripped ? " (stripped: " : "", v[i].stripped ? v[i].stripped : "",
 				          v[i].stripped ? ")" : "");
 	nsbox_image_list_free(v, n);
@@ -137,9 +138,11 @@ static int list(void)
 		nsbox_error_free(e);
 		return EXIT_SETUP;
 	}
-	printf("%-20s %10s  %-20s  %s\n", "NAME", "SIZE", "CREATED", "SOURCE");
+	/* DIGEST: the first 12 hex digits, as image ids are shown elsewhere. */
+	printf("%-20s %-12s %10s  %-20s  %s\n", "NAME", "DIGEST", "SIZE", "CREATED", "SOURCE");
 	for (size_t i = 0; i < n; i++)
-		printf("%-20s %9.1fM  %-20s  %s%s%s%s\n", v[i].name, (double) v[i].size_bytes / (1 << 20),
+		printf("%-20s %-12.12s %9.1fM  %-20s  %s%s%s%s\n", v[i].name, v[i].digest ? v[i].digest + 7 : "-",
+		       (double) v[i].size_bytes / (1 << 20),
 		       v[i].created ? v[i].created : "-", v[i].source ? v[i].source : v[i].path,
 		       v[i].stripped ? " (stripped: " : "", v[i].stripped ? v[i].stripped : "", v[i].stripped ? ")" : "");
 	nsbox_image_list_free(v, n);

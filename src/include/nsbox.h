@@ -276,6 +276,10 @@ typedef struct nsbox_image_info {
 	char *source;         /* how it was made, or NULL */
 	char *stripped;       /* what import/build removed (set-id bits, file
 	                       * capabilities, device nodes), or NULL */
+	char *digest;         /* "sha256:..." of the root filesystem as a
+	                       * sandbox sees it (paths, types, modes, owners,
+	                       * contents, link targets), or NULL for an image
+	                       * stored by an older nsbox */
 } nsbox_image_info;
 
 /* Import an image into the caller's store from a flat tar (docker export),

@@ -158,6 +158,10 @@ static char *render(const nsbox_result *r, bool compact)
 	what_ran(&b, c, compact);
 	buf_puts(&b, ",\"image\":");
 	json_cstr(&b, c && !c->rootfs ? c->image : NULL);
+	/* What the image was, as stored (null: --rootfs, or an image stored
+	 * by an older nsbox; `nsbox image build NAME` gives root's one). */
+	buf_puts(&b, ",\"image_digest\":");
+	json_cstr(&b, r->image_digest);
 	buf_puts(&b, ",\"rootfs\":");
 	json_cstr(&b, c ? c->rootfs : NULL);
 	policy_digest(&b, c);

@@ -24,6 +24,7 @@
 #include "error.h"
 #include "idmap.h"
 #include "image_owners.h"
+#include "image_digest.h"
 #include "images.h"
 #include "json.h"
 
@@ -168,14 +169,22 @@ int image_write_meta(const char *dir, const char *name, const char *source, cons
 	snprintf(path, sizeof(path), "%.4000s/rootfs", dir);
 	du_total = 0;
 	(void) nftw(path, du_entry, 32, FTW_PHYS | FTW_MOUNT);
+	char digest[IMAGE_DIGEST_LEN];
+	_cleanup_close_ int root = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (root < 0)
+		return nsbox_err(err, errno, "image", "open '%s'", path);
+	int r = image_tree_digest(root, digest, err);
+	if (r < 0)
+		return r;
 	buf b = { 0 };
 	buf_puts(&b, "{\"name\":");
 	json_cstr(&b, name);
 	/* v2: group/other write bits are cleared too. The source, a path of
 	 * any length, comes last. */
 	buf_printf(&b, ",\"created\":\"%s\",\"size_bytes\":%llu,", stamp, (unsigned long long) du_total);
-	buf_printf(&b, "\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu,\"v\":2},\"source\":",
+	buf_printf(&b, "\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu,\"v\":2},",
 	           s->setid, s->caps, s->devices);
+	buf_printf(&b, "\"digest\":\"%s\",\"source\":", digest);
 	json_cstr(&b, source);
 	buf_puts(&b, "}\n");
 	_cleanup_free_ char *text = buf_steal(&b);
@@ -293,6 +302,9 @@ static int read_meta(const char *dir, nsbox_image_info *info)
 		info->created = strndup(p + 11, strcspn(p + 11, "\""));
 	if ((p = strstr(text, "\"size_bytes\":")))
 		info->size_bytes = strtoull(p + 13, NULL, 10);
+	char digest[IMAGE_DIGEST_LEN];
+	if (image_meta_digest_of(text, digest))
+		info->digest = strdup(digest);
 	if ((p = strstr(text, "\"source\":\"")))
 		info->source = strndup(p + 10, strcspn(p + 10, "\""));
 	unsigned long setid, caps, devices;
@@ -310,14 +322,52 @@ static int read_meta(const char *dir, nsbox_image_info *info)
 
 /* An image built by an nsbox that did not strip yet (no record in its
  * meta.json): strip it in place, now that nothing else will. 0 or -errno. */
+/* Insert the digest of the tree under root_fd into <dir>/meta.json, which
+ * has none (written by an older nsbox); replaced atomically. */
+static int meta_add_digest(const char *dir, int root_fd, nsbox_error **err)
+{
+	char digest[IMAGE_DIGEST_LEN], path[PATH_MAX], tmp[PATH_MAX];
+	int r = image_tree_digest(root_fd, digest, err);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%.4000s/meta.json", dir);
+	snprintf(tmp, sizeof(tmp), "%.4000s/.meta.json.tmp", dir);
+	_cleanup_free_ char *text = malloc(65536);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	ssize_t n = text && fd >= 0 ? read(fd, text, 65535) : -1;
+	if (n <= 0)
+		return nsbox_err(err, n < 0 ? errno : EINVAL, "image", "read '%s'", path);
+	text[n] = '\0';
+	char *at = strstr(text, "\"source\":");
+	if (!at)
+		at = strrchr(text, '}');
+	if (!at)
+		return nsbox_err(err, EINVAL, "image", "'%s' is not an image's meta.json", path);
+	buf b = { 0 };
+	if (*at == '}')
+		buf_printf(&b, "%.*s,\"digest\":\"%s\"%s", (int) (at - text), text, digest, at);
+	else
+		buf_printf(&b, "%.*s\"digest\":\"%s\",%s", (int) (at - text), text, digest, at);
+	_cleanup_free_ char *out = buf_steal(&b);
+	_cleanup_close_ int w = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (!out || w < 0 || write(w, out, strlen(out)) != (ssize_t) strlen(out) || rename(tmp, path) < 0) {
+		int e = errno;
+		(void) unlink(tmp);
+		return nsbox_err(err, e ? e : ENOMEM, "image", "write '%s'", path);
+	}
+	return 0;
+}
+
 static int strip_old(const char *store, const char *name, nsbox_error **err)
 {
 	char dir[PATH_MAX], rootfs[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%.2000s/%.255s", store, name);
 	snprintf(rootfs, sizeof(rootfs), "%.4000s/rootfs", dir);
 	nsbox_image_info info = { 0 };
-	if (read_meta(dir, &info) < 0 || !info.stripped || strncmp(info.stripped, "not done", 8)) {
-		free(info.created), free(info.source), free(info.stripped);
+	int have_meta = read_meta(dir, &info);
+	if (have_meta < 0 || !info.stripped || strncmp(info.stripped, "not done", 8)) {
+		bool digested = info.digest != NULL;
+		free(info.created), free(info.source), free(info.stripped), free(info.digest);
 		/* Stripped, but perhaps stored with the image's own owners (an
 		 * nsbox before the shift): shift it now. The root directory is
 		 * shifted last, so an interrupted pass is seen and finished. */
@@ -325,12 +375,14 @@ static int strip_old(const char *store, const char *name, nsbox_error **err)
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0)
 			return nsbox_err(err, errno, "image", "open '%s'", rootfs);
-		return st.st_uid < NSBOX_RANGE_COUNT ? image_shift_owners(fd, true, rootfs, err) : 0;
+		int r = st.st_uid < NSBOX_RANGE_COUNT ? image_shift_owners(fd, true, rootfs, err) : 0;
+		/* Stored before images had digests: give it one. */
+		return r < 0 || have_meta < 0 || digested ? r : meta_add_digest(dir, fd, err);
 	}
 	image_stripped s = { 0 };
 	int r = strip_built(rootfs, true, &s, err);
 	r = r ?: image_write_meta(dir, name, info.source ? info.source : "unknown (an older nsbox)", &s, err);
-	free(info.created), free(info.source), free(info.stripped);
+	free(info.created), free(info.source), free(info.stripped), free(info.digest);
 	return r;
 }
 
@@ -404,6 +456,7 @@ void nsbox_image_list_free(nsbox_image_info *v, size_t n)
 		free(v[i].created);
 		free(v[i].source);
 		free(v[i].stripped);
+		free(v[i].digest);
 	}
 	free(v);
 }

@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "idmap.h"
+#include "image_digest.h"
 #include "images.h"
 #include "plan.h"
 #include "proxy.h"
@@ -474,6 +475,11 @@ static int plan_rootfs(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err
 		                      "use root filesystem '%s': it is not searchable by the sandbox's users (mode %04o)",
 		                      path, (unsigned) (st.st_mode & 07777));
 	p->rootfs_path = TAKE_PTR(path);
+	/* An audited run names the image's digest (recorded when the image
+	 * was stored; nothing is hashed here). */
+	if (!cfg->rootfs && (cfg->audit.log || cfg->audit.artifacts) &&
+	    !image_digest_beside(p->rootfs_fd, p->image_digest))
+		p->image_digest[0] = '\0';
 	return 0;
 }
 

@@ -80,6 +80,7 @@ typedef struct nsbox_plan {
 	/* filesystem */
 	int rootfs_fd;             /* O_PATH directory */
 	char *rootfs_path;
+	char image_digest[72];     /* from the image's meta.json when audited, or "" */
 	mount_op *ops;
 	size_t n_ops;
 	int devnull_fd;            /* O_PATH, for masks */

@@ -125,6 +125,7 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	r->n_denied = sb->n_denied;
 	sb->n_denied = 0;
 	r->seccomp = sb->plan->seccomp_label ? strdup(sb->plan->seccomp_label) : NULL;
+	r->image_digest = sb->plan->image_digest[0] ? strdup(sb->plan->image_digest) : NULL;
 	r->have_cg_stats = sb->have_cg_stats;
 	r->cg_stats = sb->cg_stats;
 	r->oom_killed = sb->have_cg_stats && sb->cg_stats.oom_kills > 0;
@@ -222,6 +223,7 @@ void nsbox_result_free(nsbox_result *r)
 	free(r->code_json);
 	free(r->network);
 	free(r->seccomp);
+	free(r->image_digest);
 	free(r->session);
 	ws_changes_free(r->changes, r->n_changes);
 	proxy_log_free(&r->net_allowed);

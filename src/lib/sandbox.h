@@ -93,6 +93,7 @@ struct nsbox_result {
 	char *network;
 	const char *enforced_by;  /* static string */
 	char *seccomp;            /* profile label, or NULL */
+	char *image_digest;       /* when audited: the image's digest, or NULL */
 	bool have_cg_stats;
 	cg_stats cg_stats;
 	bool pids_limit_hit;

@@ -1,4 +1,4 @@
-/* SHA-256 (FIPS 180-4), one-shot. */
+/* SHA-256 (FIPS 180-4), one-shot and streamed. */
 #include <stdio.h>
 #include <string.h>
 
@@ -39,25 +39,54 @@ static void block(uint32_t h[8], const unsigned char *p)
 	h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
 }
 
-void sha256_hex(const void *data, size_t len, char hex[65])
+void sha256_init(sha256_ctx *c)
 {
-	uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-	                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+	                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	memcpy(c->h, iv, sizeof(iv));
+	c->n = 0;
+	c->total = 0;
+}
+
+void sha256_update(sha256_ctx *c, const void *data, size_t len)
+{
 	const unsigned char *p = data;
-	size_t n = len;
-	for (; n >= 64; p += 64, n -= 64)
-		block(h, p);
+	c->total += len;
+	if (c->n) {
+		size_t take = 64 - c->n < len ? 64 - c->n : len;
+		memcpy(c->buf + c->n, p, take);
+		c->n += take, p += take, len -= take;
+		if (c->n < 64)
+			return;
+		block(c->h, c->buf);
+		c->n = 0;
+	}
+	for (; len >= 64; p += 64, len -= 64)
+		block(c->h, p);
+	memcpy(c->buf, p, len);
+	c->n = len;
+}
+
+void sha256_final_hex(sha256_ctx *c, char hex[65])
+{
 	unsigned char tail[128] = { 0 };
-	if (n)
-		memcpy(tail, p, n);
-	tail[n] = 0x80;
-	size_t total = n + 9 <= 64 ? 64 : 128;
-	uint64_t bits = (uint64_t) len * 8;
+	memcpy(tail, c->buf, c->n);
+	tail[c->n] = 0x80;
+	size_t total = c->n + 9 <= 64 ? 64 : 128;
+	uint64_t bits = c->total * 8;
 	for (int i = 0; i < 8; i++)
 		tail[total - 1 - i] = (unsigned char) (bits >> (8 * i));
-	block(h, tail);
+	block(c->h, tail);
 	if (total == 128)
-		block(h, tail + 64);
+		block(c->h, tail + 64);
 	for (int i = 0; i < 8; i++)
-		snprintf(hex + 8 * i, 9, "%08x", h[i]);
+		snprintf(hex + 8 * i, 9, "%08x", c->h[i]);
+}
+
+void sha256_hex(const void *data, size_t len, char hex[65])
+{
+	sha256_ctx c;
+	sha256_init(&c);
+	sha256_update(&c, data, len);
+	sha256_final_hex(&c, hex);
 }

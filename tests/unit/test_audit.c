@@ -4,9 +4,11 @@
  * the same). */
 #include <check.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "nsbox.h"
+#include "image_digest.h"
 #include "sha256.h"
 #include "unit.h"
 
@@ -37,6 +39,43 @@ START_TEST(test_million_a)
 }
 END_TEST
 
+/* Fed in pieces of every size, the digest is the one-shot one. */
+START_TEST(test_streamed)
+{
+	static char data[1000];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char) (i * 7 + 3);
+	char want[65], got[65];
+	for (size_t len = 0; len <= 200; len += 13) {
+		sha256_hex(data, len, want);
+		for (size_t piece = 1; piece <= 70; piece += 3) {
+			sha256_ctx c;
+			sha256_init(&c);
+			for (size_t off = 0; off < len; off += piece)
+				sha256_update(&c, data + off, off + piece <= len ? piece : len - off);
+			sha256_final_hex(&c, got);
+			ck_assert_str_eq(got, want);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_meta_digest)
+{
+	char d[IMAGE_DIGEST_LEN];
+	const char *good = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+	char meta[256];
+	snprintf(meta, sizeof(meta), "{\"name\":\"x\",\"digest\":\"%s\",\"source\":\"y\"}", good);
+	ck_assert(image_meta_digest_of(meta, d));
+	ck_assert_str_eq(d, good);
+	ck_assert(!image_meta_digest_of("{\"name\":\"x\"}", d));
+	ck_assert(!image_meta_digest_of("{\"digest\":\"sha256:abc\"}", d));
+	ck_assert(!image_meta_digest_of("{\"digest\":\"sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD\"}", d));
+	ck_assert(!image_meta_digest_of("{\"digest\":\"md5:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f200\"}", d));
+	ck_assert(!image_meta_digest_of("{\"digest\":\"sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad0\"}", d));
+}
+END_TEST
+
 static const struct { const char *mod, *blocked; bool match; } matches[] = {
 	{ "os", "os", true }, { "os.path", "os", true }, { "osx", "os", false },
 	{ "o", "os", false }, { "json.decoder", "json", true }, { "jsonschema", "json", false },
@@ -55,6 +94,8 @@ int main(void)
 	TCase *tc = tcase_create("audit");
 	tcase_add_loop_test(tc, test_vectors, 0, sizeof(vectors) / sizeof(vectors[0]));
 	tcase_add_test(tc, test_million_a);
+	tcase_add_test(tc, test_streamed);
+	tcase_add_test(tc, test_meta_digest);
 	tcase_add_loop_test(tc, test_matches, 0, sizeof(matches) / sizeof(matches[0]));
 	return unit_run("audit", tc);
 }
