@@ -56,63 +56,31 @@ static int emit_record(const nsbox_result *r, const run_args *a)
 	return rc;
 }
 
-/* The audit log is opened before anything starts: with the default
- * --audit-on-error fail, a run that could not be audited never begins. */
-static int open_audit(const run_args *a, int *fd)
+/* The governor's warnings (audit.on_error warn, the import gate's warn
+ * mode, artifacts that could not be kept), one message each. */
+static void print_warnings(const nsbox_governor *g)
 {
-	*fd = -1;
-	if (!a->audit_log)
-		return 0;
-	nsbox_error *e = NULL;
-	if (nsbox_audit_open(a->audit_log, fd, &e) == 0)
-		return 0;
-	if (a->audit_warn)
-		print_msg("warning: running without an audit line: %s", nsbox_error_message(e));
-	else
-		print_error(e);
-	nsbox_error_free(e);
-	return a->audit_warn ? 0 : -1;
-}
-
-/* After the run: a line that cannot be written fails the run (125) unless
- * --audit-on-error warn. */
-static int audit_run(const run_args *a, int fd, const nsbox_result *r)
-{
-	if (fd < 0)
-		return 0;
-	nsbox_error *e = NULL;
-	if (nsbox_audit_append(fd, r, &e) == 0)
-		return 0;
-	if (a->audit_warn)
-		print_msg("warning: %s", nsbox_error_message(e));
-	else
-		print_error(e);
-	nsbox_error_free(e);
-	return a->audit_warn ? 0 : -1;
-}
-
-/* Artifacts are a record for later, not a gate: a failure to keep them is
- * reported and the run's status stands. */
-static void keep_artifacts(const run_args *a, const nsbox_result *r)
-{
-	if (!a->artifacts)
-		return;
-	nsbox_error *e = NULL;
-	if (nsbox_artifacts_store(a->artifacts, r, a->store_code ? a->store_code : "always", a->artifacts_keep,
-	                          NULL, &e) < 0) {
-		print_msg("warning: %s", nsbox_error_message(e));
-		nsbox_error_free(e);
+	const char *w = nsbox_governor_warnings(g);
+	while (w && *w) {
+		size_t n = strcspn(w, "\n");
+		print_msg("warning: %.*s", (int) n, w);
+		w += n + (w[n] == '\n');
 	}
 }
 
-static int fail_before_start(const run_args *a, const nsbox_config *cfg, nsbox_error *e, int audit_fd)
+/* A run that failed before it started is still a run: its record, audit
+ * line and artifacts. */
+static int fail_before_start(const run_args *a, const nsbox_config *cfg, nsbox_error *e, nsbox_governor *g)
 {
 	print_error(e);
 	nsbox_result *r = NULL;
 	if (nsbox_result_new_failed(cfg, e, &r, NULL) == 0) {
 		(void) emit_record(r, a);
-		(void) audit_run(a, audit_fd, r);
-		keep_artifacts(a, r);
+		nsbox_error *ae = NULL;
+		if (g && nsbox_governor_end(g, r, &ae) < 0) {
+			print_error(ae);
+			nsbox_error_free(ae);
+		}
 		nsbox_result_free(r);
 	}
 	nsbox_error_free(e);
@@ -137,51 +105,6 @@ static int add_extra(nsbox_config *cfg, const run_extra *x, nsbox_error **e)
 	for (const char *const *v = x->env; r == 0 && v && *v; v++)
 		r = nsbox_config_set(cfg, "environment.set", *v, "run-code", e);
 	return r;
-}
-
-static const char *const default_blocked[] = { "os", "subprocess", "shutil", "socket", "pathlib" };
-
-static void free_names(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-/* The Python import gate, before the run: block refuses (also when the
- * checker itself fails: fail closed); warn runs and records what it saw.
- * Returns -1 when the run must not start (the record is out). */
-static int import_gate(const run_args *a, const nsbox_config *cfg, const run_extra *x, int audit_fd,
-                       char ***hits, size_t *n_hits, const char **mode)
-{
-	*mode = a->import_gate;
-	if (!x || strcmp(x->lang, "python") || !strcmp(*mode, "off"))
-		return 0;
-	const char *const *list = a->n_blocked ? a->blocked : default_blocked;
-	size_t n = a->n_blocked ? a->n_blocked : sizeof(default_blocked) / sizeof(*default_blocked);
-	nsbox_error *e = NULL;
-	int r = nsbox_import_gate_check(cfg, x->data, x->len, list, n, hits, n_hits, &e);
-	bool block = !strcmp(*mode, "block");
-	if (r == 0)
-		return 0;
-	if (!block) {
-		/* warn: a blocked import, or a checker that failed, is said and
-		 * the run goes on. */
-		print_msg("warning: %s", nsbox_error_message(e));
-		nsbox_error_free(e);
-		return 0;
-	}
-	print_error(e);
-	nsbox_result *res = NULL;
-	if (nsbox_result_new_failed(cfg, e, &res, NULL) == 0) {
-		(void) nsbox_result_set_imports(res, *mode, (const char *const *) *hits, *n_hits, NULL);
-		(void) emit_record(res, a);
-		(void) audit_run(a, audit_fd, res);
-		keep_artifacts(a, res);
-		nsbox_result_free(res);
-	}
-	nsbox_error_free(e);
-	return -1;
 }
 
 /* SIGINT/SIGTERM/SIGHUP/SIGQUIT go to the supervisor's signalfd, which
@@ -256,25 +179,26 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
 	int rc;
-	int audit_fd = -1;
-	char **hits = NULL;   /* the import gate's findings */
-	size_t n_hits = 0;
-	const char *gate_mode = "off";
+	nsbox_governor *gov = NULL;
 	if (build_config(&a, &cfg, &e) < 0 || (extra && add_extra(cfg, extra, &e) < 0)) {
-		rc = fail_before_start(&a, cfg, e, audit_fd);
+		rc = fail_before_start(&a, cfg, e, NULL);
 		goto out;
 	}
-	(void) nsbox_config_audit(cfg, &a.audit_log, &a.audit_warn, &a.artifacts, &a.store_code, &a.artifacts_keep);
-	(void) nsbox_config_import_gate(cfg, &a.import_gate, &a.blocked, &a.n_blocked);
-	/* Before anything starts: a run that could not be audited is refused. */
-	if (open_audit(&a, &audit_fd) < 0) {
+	/* Before anything starts: the audit log (a run that could not be
+	 * audited is refused) and the Python import gate. */
+	nsbox_result *refused = NULL;
+	if (nsbox_governor_begin(cfg, extra ? extra->lang : NULL, extra ? extra->data : NULL, extra ? extra->len : 0,
+	                         &gov, &refused, &e) < 0) {
+		print_warnings(gov);
+		print_error(e);
+		nsbox_error_free(e);
+		if (refused)
+			(void) emit_record(refused, &a);
+		nsbox_result_free(refused);
 		rc = EXIT_SETUP;
 		goto out;
 	}
-	if (import_gate(&a, cfg, extra, audit_fd, &hits, &n_hits, &gate_mode) < 0) {
-		rc = EXIT_SETUP;
-		goto out;
-	}
+	print_warnings(gov);
 	uint64_t stats_ms = 0;
 	int stats_fd = -1;
 	if (open_stats(&a, &stats_ms, &stats_fd) < 0) {
@@ -297,7 +221,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	nsbox_sandbox *sb = NULL;
 	nsbox_result *res = NULL;
 	if (nsbox_spawn(&o, &sb, &e) < 0) {
-		rc = fail_before_start(&a, cfg, e, audit_fd);
+		rc = fail_before_start(&a, cfg, e, gov);
 		goto restore;
 	}
 	const char *warning = nsbox_sandbox_warning(sb);
@@ -312,7 +236,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	 * debuggers need it). */
 	(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	if (waited < 0) {
-		rc = fail_before_start(&a, cfg, e, audit_fd);
+		rc = fail_before_start(&a, cfg, e, gov);
 		goto restore;
 	}
 	if (extra && nsbox_result_classify_code(res, extra->lang, &e) < 0) {
@@ -320,8 +244,10 @@ int run_with(int argc, char **argv, const run_extra *extra)
 		nsbox_error_free(e);
 		e = NULL;
 	}
-	if (strcmp(gate_mode, "off"))
-		(void) nsbox_result_set_imports(res, gate_mode, (const char *const *) hits, n_hits, NULL);
+	/* The gate's verdict goes into the record, which the audit line and
+	 * the artifacts then take as printed. */
+	nsbox_error *ae = NULL;
+	int audited = nsbox_governor_end(gov, res, &ae);
 	if (!a.json)
 		print_captured(res);
 	const nsbox_error *why = nsbox_result_error(res);
@@ -330,9 +256,12 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	rc = nsbox_result_exit_status(res);
 	if (emit_record(res, &a) < 0 && rc == 0)
 		rc = EXIT_SETUP;
-	if (audit_run(&a, audit_fd, res) < 0)
+	print_warnings(gov);
+	if (audited < 0) {
+		print_error(ae);
+		nsbox_error_free(ae);
 		rc = EXIT_SETUP;
-	keep_artifacts(&a, res);
+	}
 	nsbox_result_free(res);
 restore:
 	if (sfd >= 0)
@@ -341,9 +270,7 @@ restore:
 		close(stats_fd);
 	(void) sigprocmask(SIG_SETMASK, &old, NULL);
 out:
-	free_names(hits, n_hits);
-	if (audit_fd >= 0)
-		close(audit_fd);
+	nsbox_governor_free(gov);
 	nsbox_config_free(cfg);
 	run_args_free(&a);
 	return rc;

@@ -250,6 +250,30 @@ int nsbox_result_audit_json(const nsbox_result *r, char **out, nsbox_error **err
  * concurrent writers never interleave. A short write is an error. */
 int nsbox_audit_append(int fd, const nsbox_result *r, nsbox_error **err);
 
+/* ---- governance: the audit.* and code.* duties around a run ------------- */
+
+/* What the configuration's audit.* and code.* keys ask of a caller, done
+ * the same way by nsbox run and run-code, the Python SDK and any embedder.
+ * Call begin before nsbox_spawn: it opens audit.log (a run that could not
+ * be audited must not start: -errno, *out NULL, unless audit.on_error is
+ * warn) and, for Python code (lang "python" and the code's text), runs the
+ * import gate. A gate in block mode that finds a blocked import (or cannot
+ * check: fail closed) returns -EACCES (or the checker's error) with *err
+ * saying "Security policy blocked import: os", *out set, and *refused the
+ * failed run's record, already audited and kept. Otherwise 0: spawn, then
+ * pass the result (or one from nsbox_result_new_failed for a failed start)
+ * to end, which records the gate's verdict in it, appends its audit line
+ * (an error, unless warn, when that fails: the caller should fail the run)
+ * and keeps the artifacts. Warnings (warn modes, artifacts that could not
+ * be kept) are collected for the caller to show. */
+typedef struct nsbox_governor nsbox_governor;
+int nsbox_governor_begin(const nsbox_config *cfg, const char *lang, const void *code, size_t len,
+                         nsbox_governor **out, nsbox_result **refused, nsbox_error **err);
+int nsbox_governor_end(nsbox_governor *g, nsbox_result *r, nsbox_error **err);
+/* Newline-separated warnings so far, or NULL. */
+const char *nsbox_governor_warnings(const nsbox_governor *g);
+void nsbox_governor_free(nsbox_governor *g);
+
 /* ---- images ------------------------------------------------------------ */
 
 #define NSBOX_IMAGE_BUILD_OPTIONS_VERSION 1
