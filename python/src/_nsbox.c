@@ -215,6 +215,33 @@ static void on_output(void *userdata, int stream, const char *data, size_t len)
  * lang: None, or "python"/"node"/"bash" to classify a failed code run.
  * A failure before the sandbox exists raises Error; one during its setup is
  * a record with status "setup_failed". */
+/* The record as JSON text; r is freed. */
+static PyObject *result_json(nsbox_result *r)
+{
+	char *json = NULL;
+	nsbox_error *e = NULL;
+	int rc = nsbox_result_to_json(r, &json, &e);
+	nsbox_result_free(r);
+	if (rc < 0)
+		return raise_error(e, rc);
+	PyObject *ret = PyUnicode_DecodeUTF8(json, (Py_ssize_t) strlen(json), "strict");
+	free(json);
+	return ret;
+}
+
+/* The governor's warnings as Python RuntimeWarnings (-1: one was turned
+ * into an exception by the warnings filter). */
+static int warn_governor(const nsbox_governor *g, size_t *shown)
+{
+	const char *w = nsbox_governor_warnings(g);
+	size_t len = w ? strlen(w) : 0;
+	if (len <= *shown)
+		return 0;
+	w += *shown + (*shown > 0);   /* past the newline between warnings */
+	*shown = len;
+	return PyErr_WarnEx(PyExc_RuntimeWarning, w, 1);
+}
+
 static PyObject *py_run(PyObject *self, PyObject *args)
 {
 	PyObject *policy, *settings, *argv, *files, *callback, *handle_obj, *lang;
@@ -294,6 +321,48 @@ static PyObject *py_run(PyObject *self, PyObject *args)
 		goto out;
 	}
 
+	/* audit.*, code.*: the audit log opened before the run (fail closed)
+	 * and the import gate for Python code, as nsbox run-code does. The
+	 * code is the first file of a run_code call. */
+	const char *code = NULL;
+	Py_ssize_t code_len = 0;
+	PyObject *code_obj = NULL;
+	if (lang_s && PySequence_Check(files) && PySequence_Size(files) > 0) {
+		PyObject *first = PySequence_GetItem(files, 0);
+		code_obj = first ? PySequence_GetItem(first, 1) : NULL;
+		Py_XDECREF(first);
+		if (!code_obj || PyBytes_AsStringAndSize(code_obj, (char **) &code, &code_len) < 0) {
+			Py_XDECREF(code_obj);
+			goto out;
+		}
+	}
+	nsbox_governor *gov = NULL;
+	nsbox_result *refused = NULL;
+	size_t shown = 0;
+	int gr;
+	Py_BEGIN_ALLOW_THREADS
+	gr = nsbox_governor_begin(cfg, lang_s, code, (size_t) code_len, &gov, &refused, &e);
+	Py_END_ALLOW_THREADS
+	Py_XDECREF(code_obj);
+	if (warn_governor(gov, &shown) < 0) {
+		nsbox_result_free(refused);
+		nsbox_error_free(e);
+		nsbox_governor_free(gov);
+		goto out;
+	}
+	if (gr < 0 && refused) {
+		/* Refused by the import gate: the record says why, as the CLI's. */
+		nsbox_error_free(e);
+		nsbox_governor_free(gov);
+		ret = result_json(refused);
+		goto out;
+	}
+	if (gr < 0) {
+		nsbox_governor_free(gov);
+		raise_error(e, gr);
+		goto out;
+	}
+
 	output_ctx octx = { .callback = callback };
 	nsbox_spawn_options o = {
 		.version = NSBOX_SPAWN_OPTIONS_VERSION,
@@ -337,6 +406,31 @@ static PyObject *py_run(PyObject *self, PyObject *args)
 		nsbox_sandbox_free(sb);
 	}
 	Py_END_ALLOW_THREADS
+	if (r < 0 && !cancelled) {
+		/* A failed start is a run for the audit log and the artifacts. */
+		nsbox_result *failed = NULL;
+		if (nsbox_result_new_failed(cfg, e, &failed, NULL) == 0) {
+			nsbox_error *ae = NULL;
+			(void) nsbox_governor_end(gov, failed, &ae);
+			nsbox_error_free(ae);
+			nsbox_result_free(failed);
+		}
+	}
+	if (r == 0 && waited == 0 && res) {
+		nsbox_error *ae = NULL;
+		int audited = nsbox_governor_end(gov, res, &ae);
+		if (warn_governor(gov, &shown) < 0 || audited < 0) {
+			nsbox_result_free(res);
+			nsbox_error_free(e);
+			nsbox_governor_free(gov);
+			if (audited < 0 && !PyErr_Occurred())
+				raise_error(ae, audited);
+			else
+				nsbox_error_free(ae);
+			goto out;
+		}
+	}
+	nsbox_governor_free(gov);
 	if (octx.failed) {
 		/* The callback's exception wins over anything else. */
 		nsbox_result_free(res);
@@ -361,15 +455,7 @@ static PyObject *py_run(PyObject *self, PyObject *args)
 		raise_error(e, -EINVAL);
 		goto out;
 	}
-	char *json = NULL;
-	r = nsbox_result_to_json(res, &json, &e);
-	nsbox_result_free(res);
-	if (r < 0) {
-		raise_error(e, r);
-		goto out;
-	}
-	ret = PyUnicode_DecodeUTF8(json, (Py_ssize_t) strlen(json), "strict");
-	free(json);
+	ret = result_json(res);
 out:
 	nsbox_config_free(cfg);
 	return ret;
