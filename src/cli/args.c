@@ -56,6 +56,7 @@ const char run_usage[] =
 	"                          run in DIR/<UTC time>-<digest> (0700, files 0600)\n"
 	"      --store-code WHEN   always (default), on_error or never\n"
 	"      --artifacts-keep N  keep only the N newest run directories\n"
+	"      --artifacts-max-age D  remove run directories older than D (7d, 12h)\n"
 	"      --audit-log FILE    append one JSON line per run (no code, no output)\n"
 	"      --audit-on-error M  fail (default: no audit, no run) or warn\n"
 	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
@@ -69,7 +70,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_NETWORK, OPT_ALLOW_HOST, OPT_SYSFS, OPT_ENV_PASS, OPT_HOSTNAME,
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
 	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE, OPT_WS_MAX_FILES,
-	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST, OPT_IMPORT_GATE, OPT_BLOCK_IMPORT, OPT_ARTIFACTS, OPT_STORE_CODE, OPT_ARTIFACTS_KEEP,
+	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST, OPT_IMPORT_GATE, OPT_BLOCK_IMPORT, OPT_ARTIFACTS, OPT_STORE_CODE, OPT_ARTIFACTS_KEEP, OPT_ARTIFACTS_MAX_AGE,
 };
 
 static const struct option long_opts[] = {
@@ -112,6 +113,7 @@ static const struct option long_opts[] = {
 	{ "artifacts", required_argument, NULL, OPT_ARTIFACTS },
 	{ "store-code", required_argument, NULL, OPT_STORE_CODE },
 	{ "artifacts-keep", required_argument, NULL, OPT_ARTIFACTS_KEEP },
+	{ "artifacts-max-age", required_argument, NULL, OPT_ARTIFACTS_MAX_AGE },
 	{ "trust", required_argument, NULL, OPT_TRUST },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "audit-on-error", required_argument, NULL, OPT_AUDIT_ON_ERROR },
@@ -138,6 +140,7 @@ static const struct { int opt; const char *name, *key; } option_keys[] = {
 	{ OPT_AUDIT_LOG, "--audit-log", "audit.log" }, { OPT_AUDIT_ON_ERROR, "--audit-on-error", "audit.on_error" },
 	{ OPT_ARTIFACTS, "--artifacts", "audit.artifacts" }, { OPT_STORE_CODE, "--store-code", "audit.store_code" },
 	{ OPT_ARTIFACTS_KEEP, "--artifacts-keep", "audit.keep" },
+	{ OPT_ARTIFACTS_MAX_AGE, "--artifacts-max-age", "audit.max_age" },
 	{ OPT_IMPORT_GATE, "--import-gate", "code.import_gate" },
 	{ OPT_BLOCK_IMPORT, "--block-import", "code.blocked_imports" },
 };

@@ -75,8 +75,23 @@ static void remove_run(int dfd, const char *name)
 	(void) unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
-/* Keep the `keep` newest run directories (names sort by time). */
-static void retain(int dfd, unsigned keep)
+/* The UTC time in a run directory's name, in seconds since the epoch
+ * (its milliseconds left out), or -1. */
+static long long run_time(const char *n)
+{
+	struct tm tm = { 0 };
+	if (sscanf(n, "%4d%2d%2dT%2d%2d%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+	           &tm.tm_sec) != 6)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	time_t t = timegm(&tm);
+	return t == (time_t) -1 ? -1 : (long long) t;
+}
+
+/* Keep the `keep` newest run directories (names sort by time; 0: all),
+ * and none older than max_age_ms (0: any age). */
+static void retain(int dfd, unsigned keep, uint64_t max_age_ms)
 {
 	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
@@ -101,8 +116,11 @@ static void retain(int dfd, unsigned keep)
 	}
 	closedir(d);
 	qsort(names, n, sizeof(*names), cmp_names);
+	long long now = (long long) time(NULL);
 	for (size_t i = 0; i < n; i++) {
-		if (i + keep < n)
+		long long t = run_time(names[i]);
+		bool old = max_age_ms && t >= 0 && (uint64_t) (now - t) * 1000 > max_age_ms && now > t;
+		if ((keep && i + keep < n) || old)
 			remove_run(dfd, names[i]);
 		free(names[i]);
 	}
@@ -144,6 +162,12 @@ static int store_in(int sub, const nsbox_result *r, const char *store_code)
 int nsbox_artifacts_store(const char *dir, const nsbox_result *r, const char *store_code, unsigned keep,
                           char **path, nsbox_error **err)
 {
+	return artifacts_store(dir, r, store_code, keep, 0, path, err);
+}
+
+int artifacts_store(const char *dir, const nsbox_result *r, const char *store_code, unsigned keep,
+                    uint64_t max_age_ms, char **path, nsbox_error **err)
+{
 	if (!dir || !r || !store_code ||
 	    (strcmp(store_code, "always") && strcmp(store_code, "on_error") && strcmp(store_code, "never")))
 		return nsbox_err(err, EINVAL, "artifacts", "store artifacts: missing or invalid argument");
@@ -181,8 +205,8 @@ int nsbox_artifacts_store(const char *dir, const nsbox_result *r, const char *st
 		close(dfd);
 		return nsbox_err(err, -ret, "artifacts", "write artifacts in '%s/%s'", dir, name);
 	}
-	if (keep)
-		retain(dfd, keep);
+	if (keep || max_age_ms)
+		retain(dfd, keep, max_age_ms);
 	close(dfd);
 	if (path && asprintf(path, "%s/%s", dir, name) < 0)
 		*path = NULL;

@@ -36,6 +36,7 @@ typedef struct audit_conf {
 	char *artifacts;      /* audit.artifacts */
 	char *store_code;     /* audit.store_code; NULL: always */
 	unsigned keep;        /* audit.keep; 0: all */
+	uint64_t max_age_ms;  /* audit.max_age; 0: no limit */
 	char *import_gate;    /* code.import_gate; NULL: off, or block with a list */
 	strv blocked;         /* code.blocked_imports */
 } audit_conf;

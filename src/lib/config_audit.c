@@ -10,6 +10,7 @@
 #include "conf.h"
 #include "error.h"
 #include "json.h"
+#include "units.h"
 
 static const struct {
 	const char *name, *what;
@@ -20,6 +21,7 @@ static const struct {
 	{ "audit.artifacts", "a directory path", false },
 	{ "audit.store_code", "one of always, on_error, never", false },
 	{ "audit.keep", "a whole number of run directories (0: all)", false },
+	{ "audit.max_age", "a duration such as 7d or 12h (0: no limit)", false },
 	{ "code.import_gate", "one of off, warn, block", false },
 	{ "code.blocked_imports", "a module name such as os or os.path", true },
 };
@@ -80,6 +82,13 @@ int config_audit_apply(nsbox_config *c, const char *key, const char *v)
 		a->keep = (unsigned) k;
 		return 0;
 	}
+	if (!strcmp(key, "audit.max_age")) {
+		uint64_t ms;
+		if (parse_duration_ms(v, &ms) < 0)
+			return -EINVAL;
+		a->max_age_ms = ms;
+		return 0;
+	}
 	if (!strcmp(key, "code.import_gate"))
 		return one_of(v, "off", "warn", "block") ? set_str(&a->import_gate, v) : -EINVAL;
 	if (!strcmp(key, "code.blocked_imports"))
@@ -104,7 +113,7 @@ void config_audit_free(nsbox_config *c)
 
 int config_audit_copy(nsbox_config *c, const nsbox_config *s)
 {
-	c->audit = (audit_conf){ .warn = s->audit.warn, .keep = s->audit.keep };
+	c->audit = (audit_conf){ .warn = s->audit.warn, .keep = s->audit.keep, .max_age_ms = s->audit.max_age_ms };
 	const char *const src[] = { s->audit.log, s->audit.artifacts, s->audit.store_code, s->audit.import_gate };
 	char **dst[] = { &c->audit.log, &c->audit.artifacts, &c->audit.store_code, &c->audit.import_gate };
 	for (size_t i = 0; i < 4; i++)
@@ -129,8 +138,10 @@ void config_audit_yaml(buf *b, const nsbox_config *c)
 		json_cstr(b, a->artifacts);
 		buf_puts(b, "\n");
 	}
-	buf_printf(b, "  store_code: %s\n  keep: %u\ncode:\n  import_gate: %s\n  blocked_imports:",
-	           a->store_code ? a->store_code : "always", a->keep,
+	char age[32];
+	format_duration_ms(a->max_age_ms, age, sizeof(age));
+	buf_printf(b, "  store_code: %s\n  keep: %u\n  max_age: %s\ncode:\n  import_gate: %s\n  blocked_imports:",
+	           a->store_code ? a->store_code : "always", a->keep, a->max_age_ms ? age : "0",
 	           a->import_gate ? a->import_gate : a->blocked.n ? "block" : "off");
 	if (!a->blocked.n)
 		buf_puts(b, " []");

@@ -10,13 +10,16 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "conf.h"
 #include "error.h"
 #include "nsbox.h"
+#include "sandbox.h"
 
 struct nsbox_governor {
 	const char *log, *artifacts, *store_code, *gate;
 	bool warn;
 	unsigned keep;
+	uint64_t max_age_ms;
 	int audit_fd;
 	char **hits;
 	size_t n_hits;
@@ -77,7 +80,7 @@ int nsbox_governor_end(nsbox_governor *g, nsbox_result *r, nsbox_error **err)
 	if (g->artifacts) {
 		/* A record for later, not a gate: a failure is a warning. */
 		nsbox_error *e = NULL;
-		if (nsbox_artifacts_store(g->artifacts, r, g->store_code, g->keep, NULL, &e) < 0)
+		if (artifacts_store(g->artifacts, r, g->store_code, g->keep, g->max_age_ms, NULL, &e) < 0)
 			warn(g, "", e);
 		nsbox_error_free(e);
 	}
@@ -100,6 +103,7 @@ int nsbox_governor_begin(const nsbox_config *cfg, const char *lang, const void *
 	size_t n_blocked = 0;
 	(void) nsbox_config_audit(cfg, &g->log, &g->warn, &g->artifacts, &g->store_code, &g->keep);
 	(void) nsbox_config_import_gate(cfg, &g->gate, &blocked, &n_blocked);
+	g->max_age_ms = cfg->audit.max_age_ms;
 	if (!g->store_code)
 		g->store_code = "always";
 	if (!g->gate)

@@ -122,6 +122,10 @@ bool notify_handle(nsbox_sandbox *sb);
 
 /* result.c: turn what the supervisor saw into a result. */
 int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);
+/* nsbox_artifacts_store with audit.max_age: run directories older than
+ * max_age_ms (by the time in their names; 0: any age) are removed too. */
+int artifacts_store(const char *dir, const nsbox_result *r, const char *store_code, unsigned keep,
+                    uint64_t max_age_ms, char **path, nsbox_error **err);
 /* The error a child reported for a failed setup step, described. */
 int step_error(const nsbox_plan *p, const msg *m, nsbox_error **err);
 

@@ -78,6 +78,8 @@ int parse_duration_ms(const char *s, uint64_t *out)
 		mult = 60000;
 	else if (strcmp(e, "h") == 0)
 		mult = 3600000;
+	else if (strcmp(e, "d") == 0)
+		mult = 86400000;
 	else
 		return -EINVAL;
 	double ms = v * mult;

@@ -27,7 +27,8 @@ END_TEST
 static const struct { const char *in; int ret; uint64_t ms; } durations[] = {
 	{ "30", 0, 30000 }, { "30s", 0, 30000 }, { "2m", 0, 120000 }, { "1h", 0, 3600000 },
 	{ "250ms", 0, 250 }, { "1.5s", 0, 1500 }, { "0", 0, 0 }, { "10 years", -EINVAL, 0 },
-	{ "s", -EINVAL, 0 }, { "-5s", -EINVAL, 0 }, { "5d", -EINVAL, 0 }, { "", -EINVAL, 0 },
+	{ "s", -EINVAL, 0 }, { "-5s", -EINVAL, 0 }, { "5d", 0, 432000000 }, { "5w", -EINVAL, 0 }, { "", -EINVAL, 0 },
+	{ "0.5d", 0, 43200000 },
 };
 
 START_TEST(test_durations)
