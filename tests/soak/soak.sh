@@ -46,7 +46,7 @@ IMAGES=/var/lib/nsbox/images
 mkdir -p "$STATE" "$IMAGES" 2>/dev/null
 mount -t tmpfs -o size=64m,mode=1777 soak-tmp /tmp || die "mount /tmp"
 mount -t tmpfs -o "size=$STATE_SIZE,mode=0755" soak-state "$STATE" || die "mount $STATE"
-mount -t tmpfs -o size=64m,mode=0755 soak-images "$IMAGES" || die "mount $IMAGES"
+mount -t tmpfs -o size=256m,mode=0755 soak-images "$IMAGES" || die "mount $IMAGES"
 export TMPDIR=/tmp
 
 # nsbox staged like the functional tests do.
@@ -73,6 +73,16 @@ mkimg bad-meta; cp -a "$ROOTFS" "$IMAGES/bad-meta/rootfs"; printf '\0\377{' >"$I
 mkimg bad-loop; mkdir -p "$IMAGES/bad-loop/rootfs"; ln -s bin "$IMAGES/bad-loop/rootfs/bin"
 mkdir -p "$IMAGES/bad-nometa/rootfs"
 CORRUPT=(bad-file bad-link bad-empty bad-elf bad-meta bad-loop bad-nometa)
+# Archives to import: a root filesystem with 600 small files (an import
+# long enough to be killed in), the same cut short, and garbage.
+mkdir -p "$W/imp/root/data"
+cp -a "$ROOTFS/." "$W/imp/root/"
+for n in $(seq 1 600); do head -c 4096 /dev/urandom >"$W/imp/root/data/$n"; done
+tar -C "$W/imp/root" -cf "$W/imp/good.tar" .
+head -c 1500000 "$W/imp/good.tar" >"$W/imp/cut.tar"
+head -c 100000 /dev/urandom >"$W/imp/garbage.tar"
+rm -rf "$W/imp/root"
+chmod -R a+rX "$W/imp"
 
 # The host workspace, and what it must still be at the end.
 WS=$W/workspace
@@ -235,6 +245,9 @@ run_one() {
 		img=(--image "${CORRUPT[$((RANDOM % ${#CORRUPT[@]}))]}")
 	elif [ $((i % 20)) -eq 6 ] || [ $((i % 20)) -eq 14 ]; then
 		extra=(--timeout 150ms); pay='sleep 5'
+	elif [ $((i % 20)) -eq 16 ]; then
+		run_import "$i"
+		return
 	elif [ $((i % 20)) -eq 10 ]; then
 		extra=(--network user)                   # pasta or slirp4netns beside it
 	elif [ $((i % 20)) -eq 18 ]; then
@@ -269,6 +282,33 @@ run_one() {
 	esac
 	wait "$pid" 2>/dev/null
 	echo $? >"$W/kind/$i.rc"
+}
+
+# run_import I: `nsbox image import` of a good, cut or garbage archive
+# (half of them killed, at 0-80 ms): a good one that ends is an image, the
+# others fail and leave none.
+run_import() {
+	local i=$1 kill=none src pid n=$((i / 20))
+	src=$(echo good good cut garbage | cut -d' ' -f$((n % 4 + 1)))
+	[ $((n % 2)) -eq 0 ] && kill=setup
+	echo "$kill import $src" >"$W/kind/$i"
+	"$NSBOX" image import "imp$i" "$W/imp/$src.tar" >/dev/null 2>"$W/err/$i" &
+	pid=$!
+	echo "$pid" >"$W/pids/$i"
+	[ "$kill" != none ] && { sleep "$(printf '0.%03d' $((RANDOM % 80)))"; kill -KILL "$pid" 2>/dev/null; }
+	wait "$pid" 2>/dev/null
+	local rc=$?
+	echo "$rc" >"$W/kind/$i.rc"
+	if [ "$rc" -ne 137 ]; then
+		if [ "$src" = good ] && { [ "$rc" -ne 0 ] || ! [ -d "$IMAGES/imp$i/rootfs" ]; }; then
+			echo "import of a good archive: exit $rc, $(cat "$W/err/$i")" >"$W/rec/$i"
+		elif [ "$src" != good ] && { [ "$rc" -eq 0 ] || [ -e "$IMAGES/imp$i" ]; }; then
+			echo "import of a $src archive: exit $rc" >"$W/rec/$i"
+		else
+			echo ok >"$W/rec/$i"
+		fi
+	fi
+	"$NSBOX" image rm "imp$i" >/dev/null 2>&1
 }
 
 start=$(date +%s)
@@ -330,6 +370,9 @@ tmps=$(ls -A /tmp)
 [ -z "$tmps" ] || bad "temporary files in /tmp: $tmps"
 runs=$(ls -A "$STATE/runs" 2>/dev/null)
 [ -z "$runs" ] || bad "run state in $STATE/runs: $runs"
+"$NSBOX" image ls >/dev/null 2>&1 || bad "nsbox image ls failed"
+store=$(ls -A "$IMAGES" | grep -v '^bad-' || true)
+[ -z "$store" ] || bad "left in the image store: $(echo $store)"
 half=$(ls -A "$STATE/sessions" 2>/dev/null | grep '^\.' || true)
 [ -z "$half" ] || bad "half-made sessions: $half"
 
@@ -354,8 +397,9 @@ w, runs = sys.argv[1], int(sys.argv[2])
 bad = 0
 kinds = {}
 killed = enospc = setup_failed = timed_out = 0
-phases = {"setup": 0, "payload": 0, "scan": 0}
+phases = {"setup": 0, "payload": 0, "scan": 0, "import": 0}
 late = 0
+imports = 0
 for i in range(1, runs + 1):
     kind = open(f"{w}/kind/{i}").read().split()
     rc = int(open(f"{w}/kind/{i}.rc").read())
@@ -365,8 +409,15 @@ for i in range(1, runs + 1):
             kind[0] = "none"
         else:
             killed += 1
-            phases[kind[0]] += 1
+            phases["import" if kind[1] == "import" else kind[0]] += 1
             continue
+    if kind[1] == "import":
+        imports += 1
+        verdict = open(f"{w}/rec/{i}").read().strip()
+        if verdict != "ok":
+            bad += 1
+            print(f"run {i} ({' '.join(kind)}): {verdict}")
+        continue
     try:
         rec = json.load(open(f"{w}/rec/{i}"))
         assert isinstance(rec, dict) and rec["version"] == 1, "not a version-1 record"
@@ -383,12 +434,12 @@ for i in range(1, runs + 1):
         bad += 1
         print(f"run {i} ({' '.join(kind)}, exit {rc}): {e!r}: {open(f'{w}/err/{i}').read()[:300]}")
 print(f"summary: {runs} runs, {killed} killed by SIGKILL (setup {phases['setup']}, payload {phases['payload']}, "
-      f"changes scan {phases['scan']}; {late} ended before their kill), {setup_failed} setup_failed, {timed_out} timed out, {enospc} saw ENOSPC, {bad} bad records")
+      f"changes scan {phases['scan']}, image import {phases['import']}; {late} ended before their kill), {setup_failed} setup_failed, {timed_out} timed out, {enospc} saw ENOSPC, {imports} image imports ended, {bad} bad records")
 sys.exit(1 if bad else 0)
 EOF
 grep '^summary' "$W/records" | sed 's/^summary: /soak: /'
 echo "soak: workspaces: $(grep -l workspace "$W"/kind/[0-9]* | wc -l), corrupt images: $(grep -l 'image bad' "$W"/kind/[0-9]* | wc -l), rootless: $(grep -l rootless "$W"/kind/[0-9]* | wc -l) (${ROOTLESS:-no nsbox-test user}), sessions left: $(echo $sessions | wc -w)"
-echo "soak: leftovers: $failures (processes, cgroups, mounts, sockets, /tmp, runs/, sessions, workspace)"
+echo "soak: leftovers: $failures (processes, cgroups, mounts, sockets, /tmp, runs/, sessions, image store, workspace)"
 echo "soak: done in $(($(date +%s) - start))s"
 if [ "$failures" -eq 0 ] && [ -z "${SOAK_KEEP:-}" ]; then
 	umount "$IMAGES" "$STATE" /tmp 2>/dev/null
