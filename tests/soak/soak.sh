@@ -4,10 +4,11 @@
 # workspace (some in one shared session, used concurrently), a third of the
 # supervisors SIGKILLed at a random moment (during setup, while the payload
 # runs, or during the changes scan), the state directory on a tiny tmpfs
-# (payloads that fill it get ENOSPC), and a few corrupt images. Afterwards
-# nothing may be left: no process, cgroup, mount, socket, temporary
-# directory or run state; every run that was not killed printed a valid
-# record; every session still reads; the host workspace is unchanged.
+# (payloads that fill it get ENOSPC), corrupt images, image imports (half
+# killed), network helpers and rootless runs. Afterwards nothing may be
+# left: no process, cgroup, mount, socket, temporary directory, run state
+# or half-made image; every run that was not killed printed a valid record;
+# every session still reads; the host workspace is unchanged.
 #
 # It runs as root in a private mount and pid namespace of its own, with
 # fresh tmpfs over /tmp, nsbox's state directory and its image store, so
