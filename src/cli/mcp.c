@@ -37,7 +37,7 @@ static const char mcp_usage[] =
 
 extern char **environ;
 
-static void send_msg(json_t *m)
+static void send_msg(const mcp_server *srv, json_t *m)
 {
 	char *s = m ? json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 	json_decref(m);
@@ -50,7 +50,7 @@ static void send_msg(json_t *m)
 	const char *p = s;
 	n++;
 	while (n) {
-		ssize_t w = write(1, p, n);
+		ssize_t w = write(srv->out_fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
@@ -61,15 +61,15 @@ static void send_msg(json_t *m)
 	free(s);
 }
 
-static void send_error(json_t *id, int code, const char *msg)
+static void send_error(const mcp_server *s, json_t *id, int code, const char *msg)
 {
-	send_msg(json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
+	send_msg(s, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
 	                   "code", code, "message", msg));
 }
 
-static void send_result(json_t *id, json_t *result)
+static void send_result(const mcp_server *s, json_t *id, json_t *result)
 {
-	send_msg(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result ? result : json_object()));
+	send_msg(s, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result ? result : json_object()));
 }
 
 static json_t *initialize(mcp_server *s, json_t *params, const char **err)
@@ -96,6 +96,9 @@ static json_t *initialize(mcp_server *s, json_t *params, const char **err)
  * the sandbox is killed now, and its cgroup and mounts go with it. */
 static void stop(mcp_call *c)
 {
+	/* kill() with 0 or -1 would reach our group or every process. */
+	if (c->pid <= 0)
+		return;
 	(void) kill(c->pid, SIGTERM);
 	(void) kill(c->pid, SIGINT);
 }
@@ -110,12 +113,12 @@ static void cancel(mcp_call *calls, json_t *params)
 		}
 }
 
-static void handle(mcp_server *s, mcp_call **calls, const char *line, size_t len)
+void mcp_handle(mcp_server *s, mcp_call **calls, const char *line, size_t len)
 {
 	json_error_t jerr;
 	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!m) {
-		send_error(NULL, -32700, "parse error: not a JSON message");
+		send_error(s, NULL, -32700, "parse error: not a JSON message");
 		return;
 	}
 	json_t *id = json_object_get(m, "id");
@@ -125,13 +128,13 @@ static void handle(mcp_server *s, mcp_call **calls, const char *line, size_t len
 	if (!json_is_object(m) || !json_is_string(json_object_get(m, "jsonrpc")) ||
 	    strcmp(json_string_value(json_object_get(m, "jsonrpc")), "2.0") || !valid_id ||
 	    (params && !json_is_object(params) && !json_is_array(params))) {
-		send_error(valid_id ? id : NULL, -32600, "invalid request: expected a JSON-RPC 2.0 object");
+		send_error(s, valid_id ? id : NULL, -32600, "invalid request: expected a JSON-RPC 2.0 object");
 		goto out;
 	}
 	if (!method) {
 		/* A response to us: we send no requests, so there is nothing to match. */
 		if (!json_object_get(m, "result") && !json_object_get(m, "error"))
-			send_error(id, -32600, "invalid request: 'method' must be a string");
+			send_error(s, id, -32600, "invalid request: 'method' must be a string");
 		goto out;
 	}
 	if (!id) {   /* a notification: never answered */
@@ -143,7 +146,7 @@ static void handle(mcp_server *s, mcp_call **calls, const char *line, size_t len
 	if (!strcmp(method, "initialize")) {
 		json_t *r = initialize(s, params, &err);
 		if (r)
-			send_result(id, r);
+			send_result(s, id, r);
 	} else if (!strcmp(method, "server/discover")) {
 		/* The stateless discovery of the 2026-07-28 revision: everything
 		 * initialize and tools/list say, in one answer. */
@@ -151,15 +154,15 @@ static void handle(mcp_server *s, mcp_call **calls, const char *line, size_t len
 		json_object_set_new(r, "protocolVersion", json_string("2026-07-28"));
 		json_object_set_new(r, "capabilities", json_pack("{s:{s:b}}", "tools", "listChanged", 0));
 		json_object_set_new(r, "serverInfo", json_pack("{s:s, s:s}", "name", "nsbox", "version", PACKAGE_VERSION));
-		send_result(id, r);
+		send_result(s, id, r);
 	} else if (!strcmp(method, "ping")) {
-		send_result(id, NULL);
+		send_result(s, id, NULL);
 	} else if (!strcmp(method, "tools/list")) {
 		if (params && json_is_object(params) && json_object_get(params, "cursor") &&
 		    !json_is_string(json_object_get(params, "cursor")))
 			err = "invalid params: 'cursor' must be a string";
 		else
-			send_result(id, mcp_tools_list(s));
+			send_result(s, id, mcp_tools_list(s));
 	} else if (!strcmp(method, "tools/call")) {
 		mcp_call *c = NULL;
 		json_t *r = NULL;
@@ -175,16 +178,37 @@ static void handle(mcp_server *s, mcp_call **calls, const char *line, size_t len
 				c->next = *calls;
 				*calls = c;
 			} else {
-				send_result(id, r);
+				send_result(s, id, r);
 			}
 		}
 	} else {
-		send_error(id, -32601, "method not found");
+		send_error(s, id, -32601, "method not found");
 	}
 	if (err)
-		send_error(id, strncmp(err, "invalid params", 14) ? -32600 : -32602, err);
+		send_error(s, id, strncmp(err, "invalid params", 14) ? -32600 : -32602, err);
 out:
 	json_decref(m);
+}
+
+size_t mcp_feed(mcp_server *s, mcp_call **calls, char *buf, size_t used, size_t cap, bool *discarding)
+{
+	char *start = buf, *nl;
+	while ((nl = memchr(start, '\n', used - (size_t) (start - buf)))) {
+		size_t len = (size_t) (nl - start);
+		if (!*discarding && len && !(len == 1 && start[0] == '\r'))
+			mcp_handle(s, calls, start, len);
+		*discarding = false;
+		start = nl + 1;
+	}
+	used -= (size_t) (start - buf);
+	memmove(buf, start, used);
+	if (used == cap) {
+		if (!*discarding)
+			send_error(s, NULL, -32600, "invalid request: message longer than 4 MiB");
+		*discarding = true;
+		used = 0;
+	}
+	return used;
 }
 
 /* Read what the child wrote; at EOF reap it and answer (unless cancelled). */
@@ -212,7 +236,7 @@ static bool call_io(mcp_server *s, mcp_call *c)
 	while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (!c->cancelled)
-		send_result(c->id, mcp_call_result(s, c, st));
+		send_result(s, c->id, mcp_call_result(s, c, st));
 	return true;
 }
 
@@ -265,7 +289,7 @@ int cmd_mcp(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
 			return fputs(mcp_usage, stdout), 0;
-	mcp_server s = { .structured = true };
+	mcp_server s = { .structured = true, .out_fd = 1 };
 	if (parse_options(argc, argv, &s) < 0)
 		return EXIT_SETUP;
 	signal(SIGPIPE, SIG_IGN);
@@ -327,23 +351,7 @@ int cmd_mcp(int argc, char **argv)
 		}
 		if (!p[0].revents)
 			continue;
-		used += (size_t) r;
-		char *start = buf, *nl;
-		while ((nl = memchr(start, '\n', used - (size_t) (start - buf)))) {
-			size_t len = (size_t) (nl - start);
-			if (!discarding && len && !(len == 1 && start[0] == '\r'))
-				handle(&s, &calls, start, len);
-			discarding = false;
-			start = nl + 1;
-		}
-		used -= (size_t) (start - buf);
-		memmove(buf, start, used);
-		if (used == MAX_MSG) {
-			if (!discarding)
-				send_error(NULL, -32600, "invalid request: message longer than 4 MiB");
-			discarding = true;
-			used = 0;
-		}
+		used = mcp_feed(&s, &calls, buf, used + (size_t) r, MAX_MSG, &discarding);
 	}
 	free(buf);
 	if (sfd >= 0)

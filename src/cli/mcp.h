@@ -12,24 +12,40 @@
 /* What the operator fixed when starting the server: the `nsbox run`
  * options passed through to every call, and the timeout they amount to
  * (the ceiling for a tool's `timeout`). */
-typedef struct mcp_server {
+typedef struct mcp_call mcp_call;
+typedef struct mcp_server mcp_server;
+struct mcp_server {
 	char **run_opts;
 	int n_run_opts;
 	uint64_t timeout_ms;     /* 0: none */
 	bool structured;         /* the negotiated revision has structuredContent */
-} mcp_server;
+	int out_fd;              /* where protocol messages go: stdout */
+	/* Starts a checked call: argv (NULL-terminated, "nsbox" first) with
+	 * `input` on its stdin. NULL: a child `nsbox` (mcp_tools.c); the fuzz
+	 * harness puts its own here, so that no sandbox is launched. */
+	int (*start)(const mcp_server *s, char **argv, const char *input, size_t ilen, mcp_call **out);
+};
 
 /* A running tool call: an `nsbox run` child whose stdout (the result
  * record) we collect. */
-typedef struct mcp_call {
+struct mcp_call {
 	json_t *id;
-	pid_t pid;
+	pid_t pid;               /* > 0 for a child we may signal */
 	int out_fd;
 	char *out;
 	size_t len, cap;
 	bool cancelled;
 	struct mcp_call *next;
-} mcp_call;
+};
+
+/* One client message (a line without its newline). */
+void mcp_handle(mcp_server *s, mcp_call **calls, const char *line, size_t len);
+
+/* Handle each complete line in buf[0, used) and return how many bytes are
+ * left (the start of a line, moved to buf). A line that fills the whole
+ * buffer (cap bytes) is answered with an error and dropped up to its end;
+ * *discarding carries that from one call to the next. */
+size_t mcp_feed(mcp_server *s, mcp_call **calls, char *buf, size_t used, size_t cap, bool *discarding);
 
 /* The tools/list answer. */
 json_t *mcp_tools_list(const mcp_server *s);

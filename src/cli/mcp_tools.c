@@ -113,18 +113,8 @@ static json_t *check_args(const mcp_server *s, json_t *args, const char *const *
 	return NULL;
 }
 
-static void child_exec(const mcp_server *s, char **head, int nhead, char **tail, int ntail, int in_fd, int out_fd)
+static void child_exec(char **argv, int in_fd, int out_fd)
 {
-	char **argv = calloc((size_t) (nhead + s->n_run_opts + ntail + 2), sizeof(char *));
-	if (!argv)
-		_exit(EXIT_SETUP);
-	int n = 0;
-	for (int i = 0; i < nhead; i++)
-		argv[n++] = head[i];
-	for (int i = 0; i < s->n_run_opts; i++)
-		argv[n++] = s->run_opts[i];
-	for (int i = 0; i < ntail; i++)
-		argv[n++] = tail[i];
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
 		_exit(EXIT_SETUP);
 	/* Its own process group: a cancelled call's signal reaches only it. */
@@ -151,9 +141,9 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static int spawn(const mcp_server *s, char **head, int nhead, char **tail, int ntail, const char *input,
-                 size_t ilen, mcp_call **out)
+static int spawn(const mcp_server *s, char **argv, const char *input, size_t ilen, mcp_call **out)
 {
+	(void) s;
 	int in[2] = { -1, -1 }, o[2] = { -1, -1 };
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0) {
 		int e = errno;
@@ -163,7 +153,7 @@ static int spawn(const mcp_server *s, char **head, int nhead, char **tail, int n
 	}
 	pid_t pid = fork();
 	if (pid == 0)
-		child_exec(s, head, nhead, tail, ntail, in[0], o[1]);
+		child_exec(argv, in[0], o[1]);
 	int e = errno;
 	close(in[0]);
 	close(o[1]);
@@ -189,6 +179,25 @@ static int spawn(const mcp_server *s, char **head, int nhead, char **tail, int n
 	c->out_fd = o[0];
 	*out = c;
 	return 0;
+}
+
+/* The child's argv: the tool's head, the operator's options, the tail. */
+static int start(const mcp_server *s, char **head, int nhead, char **tail, int ntail, const char *input,
+                 size_t ilen, mcp_call **out)
+{
+	char **argv = calloc((size_t) (nhead + s->n_run_opts + ntail + 1), sizeof(char *));
+	if (!argv)
+		return -ENOMEM;
+	int n = 0;
+	for (int i = 0; i < nhead; i++)
+		argv[n++] = head[i];
+	for (int i = 0; i < s->n_run_opts; i++)
+		argv[n++] = s->run_opts[i];
+	for (int i = 0; i < ntail; i++)
+		argv[n++] = tail[i];
+	int r = (s->start ? s->start : spawn)(s, argv, input, ilen, out);
+	free(argv);
+	return r;
 }
 
 int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t **result, const char **rpc_msg)
@@ -228,8 +237,8 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 		}
 		char *head[] = { "nsbox", "run-code", "--json", "--lang", (char *) lang };
 		char *tail[] = { "--timeout", timeout, "-" };
-		r = timeout[0] ? spawn(s, head, 5, tail, 3, code, clen, call)
-		               : spawn(s, head, 5, tail + 2, 1, code, clen, call);
+		r = timeout[0] ? start(s, head, 5, tail, 3, code, clen, call)
+		               : start(s, head, 5, tail + 2, 1, code, clen, call);
 	} else if (!strcmp(name, "run_command")) {
 		static const char *const allowed[] = { "command", "timeout", NULL };
 		const char *cmd = json_string_value(json_object_get(args, "command"));
@@ -242,8 +251,8 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 		}
 		char *head[] = { "nsbox", "run", "--json" };
 		char *tail[] = { "--timeout", timeout, "--", "sh", "-c", (char *) cmd };
-		r = timeout[0] ? spawn(s, head, 3, tail, 6, NULL, 0, call)
-		               : spawn(s, head, 3, tail + 2, 4, NULL, 0, call);
+		r = timeout[0] ? start(s, head, 3, tail, 6, NULL, 0, call)
+		               : start(s, head, 3, tail + 2, 4, NULL, 0, call);
 	} else {
 		json_decref(empty);
 		*rpc_msg = "invalid params: unknown tool";

@@ -252,6 +252,7 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 	if (r < 0)
 		return nsbox_err(err, -r, "image", "create the image store '%s'", store);
 	(void) chmod(store, 0755);
+	image_reap(store);
 	char mirror[512], suite[128], comps[64];
 	host_archive(mirror, sizeof(mirror), suite, sizeof(suite), comps, sizeof(comps));
 	if (o->mirror)
@@ -266,6 +267,12 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 	 * nodes exist there until strip_tree below. */
 	if (mkdir(tmp, 0700) < 0)
 		return nsbox_err(err, errno, "image", "create the build directory '%s'", tmp);
+	/* Ours while debootstrap runs: image_reap leaves a locked one alone. */
+	_cleanup_close_ int lock = image_tmp_lock(tmp);
+	if (lock < 0) {
+		(void) remove_tree(tmp);
+		return nsbox_err(err, -lock, "image", "lock the build directory '%s'", tmp);
+	}
 	image_stripped stripped = { 0 };
 	r = run_recipe(dest, mirror, suite, comps, o->log_fd, err);
 	r = r ?: strip_built(dest, false, &stripped, err);
@@ -410,6 +417,8 @@ int nsbox_image_list(nsbox_image_info **out, size_t *count, nsbox_error **err)
 		_cleanup_free_ char *user_store = pass == 1 ? image_store(false) : NULL;
 		if (!store || (pass == 1 && user_store && !strcmp(store, user_store)))
 			continue;
+		if (pass == 0)
+			image_reap(store);   /* the caller's own store */
 		DIR *d = opendir(store);
 		struct dirent *e;
 		while (d && (e = readdir(d))) {

@@ -16,4 +16,11 @@ int image_write_meta(const char *dir, const char *name, const char *source, cons
                      nsbox_error **err);
 int image_install(const char *store, const char *name, const char *tmp, bool replace, nsbox_error **err);
 
+/* image_reap.c: a directory of the store being made (.import-, .build-) is
+ * locked by its maker while it works: returns the fd holding the lock. */
+int image_tmp_lock(const char *dir);
+/* Remove what killed imports and builds left in `store`; a previous image
+ * a killed rebuild had moved aside goes back in place. */
+void image_reap(const char *store);
+
 #endif

@@ -368,6 +368,7 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	store = strdup(canon);
 	if (!store)
 		return nsbox_err(err, ENOMEM, "image", "import '%s'", source);
+	image_reap(store);
 	char final[PATH_MAX * 2], tmp[PATH_MAX], scratch[PATH_MAX * 2];
 	import_path_fmt(final, sizeof(final), "%s/%s", store, name);
 	if (access(final, F_OK) == 0)
@@ -381,8 +382,13 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	import_path_fmt(im.root, sizeof(im.root), "%s/rootfs", tmp);
 	(void) remove_tree(tmp);
 	/* Private until installed: nobody else may reach a half-made image. */
-	int r = mkdir(tmp, 0700) < 0 || mkdir(im.root, 0755) < 0 || mkdir(scratch, 0700) < 0
-		? nsbox_err(err, errno, "image", "create '%s'", tmp) : 0;
+	int r = mkdir(tmp, 0700) < 0 ? nsbox_err(err, errno, "image", "create '%s'", tmp) : 0;
+	/* Ours while we work: image_reap leaves a locked one alone. */
+	_cleanup_close_ int lock = r == 0 ? image_tmp_lock(tmp) : -1;
+	if (r == 0 && lock < 0)
+		r = nsbox_err(err, -lock, "image", "lock '%s'", tmp);
+	if (r == 0 && (mkdir(im.root, 0755) < 0 || mkdir(scratch, 0700) < 0))
+		r = nsbox_err(err, errno, "image", "create '%s'", tmp);
 	if (r == 0 && (im.root_fd = open(im.root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		r = nsbox_err(err, errno, "image", "open '%s'", im.root);
 	const char *kind = "?";

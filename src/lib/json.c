@@ -43,7 +43,7 @@ static uint32_t code_point(const unsigned char *s, size_t n)
 	return cp;
 }
 
-bool json_string(buf *b, const char *str, size_t len)
+bool json_strn(buf *b, const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *) str;
 	bool replaced = false;
@@ -102,5 +102,5 @@ void json_cstr(buf *b, const char *s)
 	if (!s)
 		buf_puts(b, "null");
 	else
-		json_string(b, s, strlen(s));
+		json_strn(b, s, strlen(s));
 }

@@ -7,9 +7,10 @@
 
 #include "buf.h"
 
-/* Append `s` (len bytes, any content) as a quoted JSON string. Returns true
+/* Append `s` (len bytes, any content) as a quoted JSON string (not named
+ * json_string: that is jansson's, and `nsbox mcp` links both). Returns true
  * when some bytes were not valid UTF-8 and were replaced. */
-bool json_string(buf *b, const char *s, size_t len);
+bool json_strn(buf *b, const char *s, size_t len);
 void json_cstr(buf *b, const char *s);   /* NULL -> null */
 
 #endif

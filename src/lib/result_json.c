@@ -21,7 +21,7 @@ static void streams(buf *b, const nsbox_result *r)
 	for (int i = 0; i < 2; i++) {
 		buf_printf(b, ",\"%s\":", names[i]);
 		if (r->captured)
-			invalid[i] = json_string(b, r->out[i] ? r->out[i] : "", r->out[i] ? r->out_len[i] : 0);
+			invalid[i] = json_strn(b, r->out[i] ? r->out[i] : "", r->out[i] ? r->out_len[i] : 0);
 		else
 			buf_puts(b, "null");
 	}

@@ -9,6 +9,8 @@
 #   CLI_SOURCES      the CLI's argument parser
 #   LIB_CFLAGS LIB_LIBS WARN_CFLAGS
 #   HARNESSES        the harness names (tests/fuzz/fuzz_NAME.c)
+#   MCP_SOURCES MCP_CFLAGS MCP_LIBS
+#                    the whole CLI with `nsbox mcp`, for the mcp harness
 
 O := $(builddir)/tests/fuzz/obj
 vpath %.c $(builddir) $(srcdir)
@@ -22,6 +24,7 @@ CFLAGS_ALL := $(CFLAGS_LIB) -I$(srcdir)/src/lib -I$(srcdir)/src/cli -I$(srcdir)/
 
 LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(LIB_SOURCES)))
 CLI_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(CLI_SOURCES)))
+MCP_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(MCP_SOURCES)))
 COMMON_OBJS := $(O)/tests/fuzz/common.o
 
 BINS := $(foreach h,$(HARNESSES),$(builddir)/tests/fuzz/fuzz-$(h))
@@ -31,7 +34,7 @@ all: $(BINS)
 $(O)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC   $<"
-	@$(FUZZ_CC) $(CFLAGS_LIB) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+	@$(FUZZ_CC) $(CFLAGS_LIB) $(MCP_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
 $(O)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -49,6 +52,11 @@ $(O)/tests/fuzz/fuzz_seccomp_json.o: tests/fuzz/fuzz_seccomp.c
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC   $< (json)"
 	@$(FUZZ_CC) $(CFLAGS_ALL) -DFUZZ_JSON -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+# `nsbox mcp` is the CLI's: it needs all of it, and jansson.
+$(builddir)/tests/fuzz/fuzz-mcp: $(O)/tests/fuzz/fuzz_mcp.o $(COMMON_OBJS) $(LIB_OBJS) $(sort $(CLI_OBJS) $(MCP_OBJS))
+	@echo "  FUZZLD   $@"
+	@$(FUZZ_CC) $(SAN) -fsanitize=fuzzer -o $@ $^ $(LIB_LIBS) $(MCP_LIBS) -lm
 
 $(builddir)/tests/fuzz/fuzz-%: $(O)/tests/fuzz/fuzz_%.o $(COMMON_OBJS) $(LIB_OBJS) $(CLI_OBJS)
 	@echo "  FUZZLD   $@"

@@ -8,7 +8,7 @@
 static char *enc(const char *s, size_t n, bool *replaced)
 {
 	buf b = { 0 };
-	*replaced = json_string(&b, s, n);
+	*replaced = json_strn(&b, s, n);
 	return buf_steal(&b);
 }
 
