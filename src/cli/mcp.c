@@ -214,7 +214,15 @@ size_t mcp_feed(mcp_server *s, mcp_call **calls, char *buf, size_t used, size_t 
 /* Read what the child wrote; at EOF reap it and answer (unless cancelled). */
 static bool call_io(mcp_server *s, mcp_call *c)
 {
-	if (c->len == c->cap) {
+	if (c->kind != MCP_RUN && c->len >= MCP_MAX_TEXT) {
+		/* Enough of a diff for a model: the rest is drained, unkept. */
+		if (!c->truncated)
+			stop(c), c->truncated = true;
+		char sink[65536];
+		ssize_t d = read(c->out_fd, sink, sizeof(sink));
+		if (d > 0 || (d < 0 && (errno == EINTR || errno == EAGAIN)))
+			return false;
+	} else if (c->len == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 65536;
 		char *n = cap <= MAX_RECORD ? realloc(c->out, cap) : NULL;
 		if (!n) {
@@ -225,7 +233,7 @@ static bool call_io(mcp_server *s, mcp_call *c)
 			c->cap = cap;
 		}
 	}
-	ssize_t r = c->len < c->cap ? read(c->out_fd, c->out + c->len, c->cap - c->len) : 0;
+	ssize_t r = c->len < c->cap && !c->truncated ? read(c->out_fd, c->out + c->len, c->cap - c->len) : 0;
 	if (r < 0 && (errno == EINTR || errno == EAGAIN))
 		return false;
 	if (r > 0) {
@@ -274,7 +282,15 @@ static int parse_options(int argc, char **argv, mcp_server *s)
 		s->timeout_ms = nsbox_config_timeout_ms(cfg);
 		s->run_opts = argv + 1;
 		s->n_run_opts = argc - 1;
-		rc = 0;
+		/* A session (--session NAME or NSBOX_SESSION) turns the
+		 * workspace tools on: they review that session only. */
+		const char *session = NULL;
+		for (size_t i = 0; i < a.n_settings; i++)
+			if (!strcmp(a.settings[i].key, "workspace.session"))
+				session = a.settings[i].value;
+		s->session = session ? strdup(session) : NULL;
+		s->policy = a.policy ? strdup(a.policy) : NULL;
+		rc = (session && !s->session) || (a.policy && !s->policy) ? -1 : 0;
 	}
 	nsbox_config_free(cfg);
 out:

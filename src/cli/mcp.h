@@ -19,12 +19,20 @@ struct mcp_server {
 	int n_run_opts;
 	uint64_t timeout_ms;     /* 0: none */
 	bool structured;         /* the negotiated revision has structuredContent */
+	const char *session;     /* --session NAME: the workspace tools review it */
+	const char *policy;      /* --policy FILE|NAME, for the session's deny rules */
 	int out_fd;              /* where protocol messages go: stdout */
 	/* Starts a checked call: argv (NULL-terminated, "nsbox" first) with
 	 * `input` on its stdin. NULL: a child `nsbox` (mcp_tools.c); the fuzz
 	 * harness puts its own here, so that no sandbox is launched. */
 	int (*start)(const mcp_server *s, char **argv, const char *input, size_t ilen, mcp_call **out);
 };
+
+/* What a call runs: a sandbox (its record is the result), or one of the
+ * workspace tools (`nsbox session ...`, whose output is the result). */
+typedef enum mcp_kind { MCP_RUN, MCP_CHANGES, MCP_DIFF, MCP_APPLY, MCP_DISCARD } mcp_kind;
+/* The most of a workspace tool's output kept (a diff is cut there). */
+#define MCP_MAX_TEXT (1u << 20)
 
 /* A running tool call: an `nsbox run` child whose stdout (the result
  * record) we collect. */
@@ -35,6 +43,8 @@ struct mcp_call {
 	char *out;
 	size_t len, cap;
 	bool cancelled;
+	mcp_kind kind;
+	bool truncated;          /* a workspace tool's output was cut */
 	struct mcp_call *next;
 };
 
@@ -59,5 +69,12 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 json_t *mcp_call_result(const mcp_server *s, mcp_call *c, int wstatus);
 
 void mcp_call_free(mcp_call *c);
+
+/* The workspace tools (mcp_workspace.c), when s->session is set: appended
+ * to the tools/list array; a call (-1: not one of them); its result. */
+void mcp_workspace_tools(const mcp_server *s, json_t *list);
+int mcp_workspace_call(const mcp_server *s, const char *name, json_t *args, mcp_call **call, json_t **result,
+                       int (*start)(const mcp_server *, char **, const char *, size_t, mcp_call **));
+json_t *mcp_workspace_result(const mcp_server *s, mcp_call *c, int wstatus);
 
 #endif

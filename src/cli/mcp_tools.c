@@ -60,7 +60,7 @@ json_t *mcp_tools_list(const mcp_server *s)
 	json_t *cmd_in = json_pack("{s:s, s:{s:{s:s, s:s}, s:o}, s:[s], s:b}", "type", "object", "properties",
 	                           "command", "type", "string", "description", "a shell command line (sh -c)",
 	                           "timeout", timeout_schema(), "required", "command", "additionalProperties", 0);
-	return json_pack("{s:[o,o]}", "tools",
+	json_t *list = json_pack("{s:[o,o]}", "tools",
 	                 tool(s, "run_code", "Run code in a sandbox",
 	                      "Run a Python, Node.js or Bash program in a fresh, isolated sandbox (no network "
 	                      "unless the operator allowed it) and return its output and why it ended.",
@@ -69,6 +69,9 @@ json_t *mcp_tools_list(const mcp_server *s)
 	                      "Run a shell command line in a fresh, isolated sandbox and return its output "
 	                      "and why it ended.",
 	                      cmd_in));
+	if (list)
+		mcp_workspace_tools(s, json_object_get(list, "tools"));
+	return list;
 }
 
 static json_t *tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -116,6 +119,9 @@ static json_t *check_args(const mcp_server *s, json_t *args, const char *const *
 static void child_exec(char **argv, int in_fd, int out_fd)
 {
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
+		_exit(EXIT_SETUP);
+	/* A workspace tool's errors are its answer: stderr with its output. */
+	if (argv[1] && !strcmp(argv[1], "session") && dup2(out_fd, 2) < 0)
 		_exit(EXIT_SETUP);
 	/* Its own process group: a cancelled call's signal reaches only it. */
 	(void) setpgid(0, 0);
@@ -253,7 +259,7 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 		char *tail[] = { "--timeout", timeout, "--", "sh", "-c", (char *) cmd };
 		r = timeout[0] ? start(s, head, 3, tail, 6, NULL, 0, call)
 		               : start(s, head, 3, tail + 2, 4, NULL, 0, call);
-	} else {
+	} else if (mcp_workspace_call(s, name, args, call, result, s->start ? s->start : spawn) < 0) {
 		json_decref(empty);
 		*rpc_msg = "invalid params: unknown tool";
 		return -1;
@@ -296,6 +302,8 @@ static char *compact_text(json_t *rec)
 
 json_t *mcp_call_result(const mcp_server *s, mcp_call *c, int wstatus)
 {
+	if (c->kind != MCP_RUN)
+		return mcp_workspace_result(s, c, wstatus);
 	json_error_t jerr;
 	/* The payload's output may hold NUL bytes (\u0000 in the record). */
 	json_t *rec = c->len ? json_loadb(c->out, c->len, JSON_ALLOW_NUL, &jerr) : NULL;
