@@ -370,6 +370,8 @@ int cmd_mcp(int argc, char **argv)
 		used = mcp_feed(&s, &calls, buf, used + (size_t) r, MAX_MSG, &discarding);
 	}
 	free(buf);
+	free((char *) s.session);
+	free((char *) s.policy);
 	if (sfd >= 0)
 		close(sfd);
 	return 0;
