@@ -74,6 +74,7 @@ class Pool:
         self.sandbox = sandbox
         self.size = int(size)
         self._pools: Dict[str, Any] = {}
+        self._closed = False
         try:
             for lang in languages:
                 if lang not in WARM_LANGUAGES:
@@ -97,6 +98,8 @@ class Pool:
         warm pool, or a ``timeout`` other than the sandbox's, runs cold."""
         if language not in LANGUAGES:
             raise ValueError("unknown language %r (python, node, bash)" % (language,))
+        if self._closed:
+            raise ValueError("the pool is closed")
         pool = self._pools.get(language)
         if pool is None or timeout is not None:
             return self.sandbox.run_code(code, language, timeout=timeout)
@@ -121,6 +124,7 @@ class Pool:
     def close(self) -> None:
         """Kill the ready sandboxes and wait until nothing of them is left.
         Runs in progress finish first."""
+        self._closed = True
         pools, self._pools = self._pools, {}
         for p in pools.values():
             p.close()

@@ -181,9 +181,13 @@ int nsbox_pool_take(nsbox_pool *p, const void *data, size_t len, nsbox_sandbox *
 		while (!p->stop && p->n_ready == 0 && p->failures < POOL_FAILURES)
 			pthread_cond_wait(&p->changed, &p->lock);
 		if (p->stop || p->n_ready == 0) {
-			int r = p->stop ? ESHUTDOWN : p->spawn_errno;
-			const char *why = p->spawn_err ? nsbox_error_message(p->spawn_err) : strerror(r);
-			r = nsbox_err(err, r, "pool", "take a sandbox: %s", why);
+			int r = -(p->stop ? ESHUTDOWN : p->spawn_errno);
+			if (p->stop || !p->spawn_err || !err) {
+				r = nsbox_err(err, -r, "pool", "take a sandbox");
+			} else {   /* the spawn's own error says why */
+				*err = p->spawn_err;
+				p->spawn_err = NULL;
+			}
 			/* The next take waits for the next attempt instead. */
 			if (!p->stop)
 				p->failures = 0;
