@@ -4,7 +4,7 @@
 # Usage: bench/pool.sh [BUILDDIR] [RUNS] [SIZE]
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$here}
+build=$(cd "${1:-$here}" && pwd)
 PY=/usr/bin/python3
 [ -e "$($PY -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] ||
 	{ echo "bench: python3-dev is needed for the pool benchmark"; exit 1; }
