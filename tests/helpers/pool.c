@@ -92,7 +92,9 @@ int main(int argc, char **argv)
 	nsbox_error *e = NULL;
 	if (nsbox_config_new(&cfg, &e) < 0 || nsbox_config_set(cfg, "rootfs", argv[1], NULL, &e) < 0 ||
 	    nsbox_config_set(cfg, "limits.timeout", "1s", NULL, &e) < 0 ||
-	    nsbox_config_set_command(cfg, 3, cmd, &e) < 0) {
+	    nsbox_config_set_command(cfg, 3, cmd, &e) < 0 ||
+	    /* below directories that setup makes (as the pool's hooks are) */
+	    nsbox_config_add_file(cfg, "/dev/shm/a/b/hello", "hi\n", 3, 0444, &e) < 0) {
 		printf("not ok - configure: %s\n", nsbox_error_message(e));
 		return 1;
 	}
@@ -121,6 +123,10 @@ int main(int argc, char **argv)
 	       "a request runs, its stdin then at end of file");
 	nsbox_result_free(r);
 
+	r = run(p, "cat /dev/shm/a/b/hello; stat -c '%a' /dev/shm/a/b /dev/shm/a/b/hello");
+	EXPECT(r && output_is(r, "hi\n755\n444\n"), "a file placed below directories made for it");
+	nsbox_result_free(r);
+
 	/* Each sandbox serves one request: a mark left by one is never seen. */
 	bool fresh = true;
 	for (int i = 0; i < 4; i++) {
@@ -141,7 +147,7 @@ int main(int argc, char **argv)
 	EXPECT(r && nsbox_result_status(r) == NSBOX_STATUS_TIMED_OUT, "a request that overruns times out");
 	nsbox_result_free(r);
 
-	EXPECT(nsbox_pool_cost_get(p, &c) == 0 && c.taken == 7, "seven taken");
+	EXPECT(nsbox_pool_cost_get(p, &c) == 0 && c.taken == 8, "eight taken");
 	nsbox_pool_free(p);
 	EXPECT(children() == before, "nothing of the ready sandboxes is left after free (%d children)",
 	       children());
