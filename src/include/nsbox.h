@@ -408,7 +408,8 @@ typedef struct nsbox_pool_cost {
 /* What the idle pool costs now. */
 int nsbox_pool_cost_get(nsbox_pool *p, nsbox_pool_cost *c);
 /* Stop the thread, kill every ready sandbox, wait until nothing of them is
- * left. Sandboxes already taken are the caller's. */
+ * left. Call it only once the sandboxes taken from the pool were waited for:
+ * the pool's thread is their parent too, and they die with it. */
 void nsbox_pool_free(nsbox_pool *p);
 
 #ifdef __cplusplus
