@@ -69,9 +69,9 @@ def main():
     bare = []
     for i in range(max(runs // 10, 10)):
         t = time.perf_counter()
-        subprocess.run(["python3", "-c", "pass"], check=True)
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
         bare.append((time.perf_counter() - t) * 1e3)
-    show("host python3 -c pass", bare)
+    show("host %s -c pass" % sys.executable, bare)
 
 
 if __name__ == "__main__":
