@@ -12,6 +12,7 @@ while a sandbox runs. See docs/python.md.
 """
 from .errors import IsolationUnavailable, SandboxError
 from .host import Image, check, images, version
+from .pool import Pool
 from .result import Change, Result, RunError
 from .sandbox import LANGUAGES, Sandbox, arun, arun_code, run, run_code
 from .session import Session, sessions
@@ -20,6 +21,6 @@ from .tools import acall_tool, call_tool, tool_schema
 __all__ = [
     "Sandbox", "run", "run_code", "arun", "arun_code", "Result", "RunError", "Change",
     "SandboxError", "IsolationUnavailable", "Session", "sessions", "Image", "images", "check",
-    "version", "tool_schema", "call_tool", "acall_tool", "LANGUAGES",
+    "version", "tool_schema", "call_tool", "acall_tool", "LANGUAGES", "Pool",
 ]
 __version__ = "0.1.0"

@@ -17,11 +17,12 @@
 #include <unistd.h>
 
 #include "nsbox.h"
+#include "pool.h"
 
-static PyObject *Error;   /* _nsbox.Error(step, errno, message) */
+PyObject *Error;   /* _nsbox.Error(step, errno, message) */
 
 /* Raise Error from a library error (and free it); returns NULL. */
-static PyObject *raise_error(nsbox_error *e, int r)
+PyObject *raise_error(nsbox_error *e, int r)
 {
 	const char *step = e ? nsbox_error_step(e) : "nsbox";
 	const char *msg = e ? nsbox_error_message(e) : strerror(r < 0 ? -r : r);
@@ -39,7 +40,7 @@ static PyObject *raise_error(nsbox_error *e, int r)
 
 /* A configuration from a policy path (or None) and a sequence of
  * (key, value, origin) string triples, applied in order. */
-static nsbox_config *build_config(PyObject *policy, PyObject *settings)
+nsbox_config *build_config(PyObject *policy, PyObject *settings)
 {
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
@@ -733,6 +734,8 @@ PyMODINIT_FUNC PyInit__nsbox(void)
 		Py_DECREF(&HandleType);
 		goto fail;
 	}
+	if (pool_type_add(m) < 0)
+		goto fail;
 	return m;
 fail:
 	Py_DECREF(m);

@@ -394,6 +394,52 @@ int nsbox_parse_size(const char *s, uint64_t *bytes);
 
 const char *nsbox_version(void);
 
+/* ---- warm pool ---------------------------------------------------------- */
+
+/* Sandboxes spawned ahead of demand, each used for one run then destroyed.
+ * A pooled sandbox's payload is started with its stdin connected to the
+ * pool: it gets ready (e.g. an interpreter that has started) and then
+ * reads its request from stdin until end of file; stdin is the pool's
+ * channel, nothing else. A background thread of the pool keeps `size`
+ * sandboxes ready; it is their parent (they die with it, and with the
+ * owner process: PR_SET_PDEATHSIG, the janitor). */
+typedef struct nsbox_pool nsbox_pool;
+
+#define NSBOX_POOL_OPTIONS_VERSION 1
+#define NSBOX_POOL_MAX_SIZE 64
+
+typedef struct nsbox_pool_options {
+	uint32_t version;            /* NSBOX_POOL_OPTIONS_VERSION */
+	uint32_t size;               /* sandboxes kept ready, 1..NSBOX_POOL_MAX_SIZE */
+	/* Required; must stay valid until nsbox_pool_free(). Each sandbox is
+	 * spawned with NSBOX_SPAWN_CAPTURE from it. */
+	const nsbox_config *config;
+} nsbox_pool_options;
+
+/* Create the pool and start filling it in the background. */
+int nsbox_pool_new(const nsbox_pool_options *o, nsbox_pool **out, nsbox_error **err);
+/* Take a ready sandbox (waiting for one if none is), hand it `data` on its
+ * stdin and close that: the run starts now. Its duration, its timeout (from
+ * nsbox_sandbox_wait(), to be called at once) and the CPU time in the record
+ * count from here, not from the spawn. The caller owns *out (wait, free) and
+ * the pool spawns a replacement. Fails with the last spawn's error when the
+ * pool could not make a sandbox, -ESHUTDOWN once freed. */
+int nsbox_pool_take(nsbox_pool *p, const void *data, size_t len, nsbox_sandbox **out, nsbox_error **err);
+
+typedef struct nsbox_pool_cost {
+	uint32_t ready;        /* sandboxes ready now */
+	uint32_t processes;    /* their processes (payloads, inits, janitors) */
+	uint64_t memory_bytes; /* their cgroups' memory (0 in rlimit mode) */
+	uint64_t spawned;      /* sandboxes made since the pool was created */
+	uint64_t taken;        /* ...and handed out */
+} nsbox_pool_cost;
+/* What the idle pool costs now. */
+int nsbox_pool_cost_get(nsbox_pool *p, nsbox_pool_cost *c);
+/* Stop the thread, kill every ready sandbox, wait until nothing of them is
+ * left. Call it only once the sandboxes taken from the pool were waited for:
+ * the pool's thread is their parent too, and they die with it. */
+void nsbox_pool_free(nsbox_pool *p);
+
 #ifdef __cplusplus
 }
 #endif

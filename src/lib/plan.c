@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -319,6 +320,15 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
 	/* Files handed in by the caller (run-code's program), after /tmp. */
 	for (size_t i = 0; r == 0 && i < cfg->n_files; i++) {
 		const file_spec *f = &cfg->files[i];
+		/* Its parents below the top level, made where missing (the warm
+		 * pool's hooks); a file directly in /tmp needs none. */
+		const char *top = strchr(f->path + 1, '/');
+		for (const char *sl = top ? strchr(top + 1, '/') : NULL; r == 0 && sl; sl = strchr(sl + 1, '/')) {
+			char dir[PATH_MAX];
+			snprintf(dir, sizeof(dir), "%.*s", (int) (sl - f->path - 1), f->path + 1);
+			r = add_op(p, (mount_op){ .kind = OP_MKDIR, .src_fd = -1, .target = dir, .mode = 0755,
+			                          .desc = fmt("make '/%s'", dir) }, err);
+		}
 		r = add_op(p, (mount_op){ .kind = OP_WRITE_FILE, .src_fd = -1, .target = f->path + 1,
 		                          .data = f->data, .len = f->len, .mode = f->mode,
 		                          .desc = fmt("write '%s'", f->path) }, err);

@@ -68,6 +68,10 @@ struct nsbox_sandbox {
 	trace_page *trace;    /* NSBOX_TRACE=1, or NULL */
 	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
 	ino_t pidns_ino;
+	/* pool.c: the cgroup's CPU time when a warm sandbox got its request,
+	 * taken off the record's (the run counts from there) */
+	bool have_cpu_base;
+	double cpu_base_user_ms, cpu_base_system_ms;
 };
 
 struct nsbox_result {

@@ -271,6 +271,12 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (sb->cg) {
 		cgroup_stats(sb->cg, &sb->cg_stats);
 		sb->have_cg_stats = true;
+		if (sb->have_cpu_base) {   /* a pooled run: from its request on */
+			double u = sb->cg_stats.cpu_user_ms - sb->cpu_base_user_ms;
+			double s = sb->cg_stats.cpu_system_ms - sb->cpu_base_system_ms;
+			sb->cg_stats.cpu_user_ms = u > 0 ? u : 0;
+			sb->cg_stats.cpu_system_ms = s > 0 ? s : 0;
+		}
 		trace_mark(sb->trace, TR_STATS);
 		/* Should a directory refuse to go, the janitor keeps trying. */
 		(void) cgroup_destroy(TAKE_PTR(sb->cg));

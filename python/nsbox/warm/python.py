@@ -1,0 +1,44 @@
+# nsbox warm pool, Python: run by a .pth line in a user site directory while
+# the interpreter starts (`python3 /tmp/main.py` with PYTHONUSERBASE pointing
+# at it), before the main script is opened. It waits for the code on stdin
+# (the pool's channel), writes it where `nsbox run-code` puts it, replaces
+# stdin with /dev/null as a cold run has it, and takes back what it changed
+# (the variable, the user site directory) so that the script that now runs
+# sees the interpreter a cold run would: same argv, __file__, sys.path,
+# os.environ, sys.modules (nothing is imported here). TARGET is set by the
+# pool before this text runs.
+def _nsbox_warm(target):
+    import os
+    import sys
+    parts = []
+    try:
+        while True:
+            b = os.read(0, 1 << 16)
+            if not b:
+                break
+            parts.append(b)
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            data = memoryview(b"".join(parts))
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
+    except OSError as e:
+        os.write(2, ("nsbox: warm pool: take the code: %s\n" % e.strerror).encode())
+        os._exit(125)
+    site = sys.modules["site"]
+    user_site = site.USER_SITE
+    os.environ.pop("PYTHONUSERBASE", None)
+    while user_site in sys.path:
+        sys.path.remove(user_site)
+    sys.path_importer_cache.pop(user_site, None)
+    site.USER_BASE = None
+    site.USER_SITE = None
+    site.getusersitepackages()
+
+
+_nsbox_warm(TARGET)  # noqa: F821 (given by the .pth line)

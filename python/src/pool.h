@@ -1,0 +1,14 @@
+/* Shared between the extension's files: errors, configurations, and the
+ * warm pool's type (pool.c). */
+#ifndef NSBOX_PY_POOL_H
+#define NSBOX_PY_POOL_H
+
+#include "nsbox.h"
+
+extern PyObject *Error;
+PyObject *raise_error(nsbox_error *e, int r);
+nsbox_config *build_config(PyObject *policy, PyObject *settings);
+/* Add _nsbox.Pool to the module; -1 with an exception set on failure. */
+int pool_type_add(PyObject *m);
+
+#endif
