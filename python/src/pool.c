@@ -83,6 +83,19 @@ static int pool_init(Pool *self, PyObject *args, PyObject *kw)
 		nsbox_config_free(cfg);
 		return -1;
 	}
+	/* A pooled run does not pass through the audit log, the artifacts or
+	 * the import gate (nsbox_governor_*) yet: a policy that asks for them
+	 * gets no pool rather than runs that skip them. */
+	const char *log = NULL, *artifacts = NULL, *gate = NULL;
+	(void) nsbox_config_audit(cfg, &log, NULL, &artifacts, NULL, NULL);
+	(void) nsbox_config_import_gate(cfg, &gate, NULL, NULL);
+	if (log || artifacts || (gate && strcmp(gate, "off"))) {
+		nsbox_config_free(cfg);
+		PyErr_Format(PyExc_ValueError, "the warm pool does not yet audit, keep artifacts or run the import "
+		                               "gate, which this policy asks for (audit.log, audit.artifacts, "
+		                               "code.import_gate): use Sandbox.run_code");
+		return -1;
+	}
 	nsbox_pool_options o = { .version = NSBOX_POOL_OPTIONS_VERSION, .size = size, .config = cfg };
 	nsbox_error *e = NULL;
 	nsbox_pool *p = NULL;

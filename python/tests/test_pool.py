@@ -205,6 +205,17 @@ def test_pool_refuses_what_it_cannot_warm(rootfs, tmp_path):
         nsbox.Pool(nsbox.Sandbox(rootfs=rootfs, workspace=str(tmp_path)))
 
 
+@pytest.mark.parametrize("settings", [{"audit.log": "LOG"}, {"audit.artifacts": "ART"},
+                                      {"code.import_gate": "warn"}])
+def test_pool_refuses_a_policy_it_would_not_honour(rootfs, tmp_path, settings):
+    # Pooled runs do not pass through the audit log, artifacts or import
+    # gate yet: no pool, rather than runs that skip them.
+    settings = {k: str(tmp_path / v) if v.isupper() else v for k, v in settings.items()}
+    with pytest.raises(ValueError, match="does not yet audit"):
+        nsbox.Pool(nsbox.Sandbox(rootfs=rootfs, settings=settings))
+    assert not (tmp_path / "LOG").exists()
+
+
 def test_a_failing_setup_is_reported(rootfs):
     # busybox has no python3: the pool's sandboxes fail; the run says why.
     with nsbox.Pool(nsbox.Sandbox(rootfs=rootfs), size=1) as pool:
