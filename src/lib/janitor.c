@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "coverage.h"
 #include "error.h"
 #include "janitor.h"
 #include "syscalls.h"
@@ -77,6 +78,7 @@ __attribute__((noreturn)) static void janitor_main(const janitor_plan *jp, int w
 			struct timespec ts = { 0, 5000000 };
 			nanosleep(&ts, NULL);
 		}
+	coverage_dump();
 	_exit(0);
 }
 

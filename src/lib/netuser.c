@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coverage.h"
 #include "cleanup.h"
 #include "janitor.h"
 #include "netuser.h"
@@ -241,6 +242,7 @@ __attribute__((noreturn)) static void keeper_main(const char *path, const char *
 		;
 	word = status;
 	(void) !write(report, &word, sizeof(word));
+	coverage_dump();
 	_exit(0);
 }
 
