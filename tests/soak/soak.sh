@@ -40,8 +40,13 @@ if [ -z "${SOAK_INSIDE:-}" ]; then
 fi
 
 # ---- the private world ------------------------------------------------------
-mkdir -p "$top_builddir/tests/soak"
-W=$(mktemp -d "$top_builddir/tests/soak/work.XXXXXX") || die "mktemp in $top_builddir/tests/soak"
+# The work directory is outside /tmp, which a tmpfs covers next (a build
+# tree under /tmp, as CI's may be, would be hidden by it).
+W=$(mktemp -d /var/tmp/nsbox-soak.XXXXXX) || die "mktemp in /var/tmp"
+# nsbox staged like the functional tests do, before /tmp is covered.
+mkdir -p "$W/bin"
+cp "$top_builddir/src/cli/.libs/nsbox" "$W/bin/nsbox" || die "nsbox is not built"
+cp -P "$top_builddir"/src/lib/.libs/libnsbox.so* "$top_builddir/src/lib/.libs/libnsbox-import.so" "$W/bin/"
 STATE=/var/lib/nsbox/state
 IMAGES=/var/lib/nsbox/images
 mkdir -p "$STATE" "$IMAGES" 2>/dev/null
@@ -49,11 +54,8 @@ mount -t tmpfs -o size=64m,mode=1777 soak-tmp /tmp || die "mount /tmp"
 mount -t tmpfs -o "size=$STATE_SIZE,mode=0755" soak-state "$STATE" || die "mount $STATE"
 mount -t tmpfs -o size=256m,mode=0755 soak-images "$IMAGES" || die "mount $IMAGES"
 export TMPDIR=/tmp
+cd "$W" || die "cd $W"   # the working directory may be under the covered /tmp
 
-# nsbox staged like the functional tests do.
-mkdir -p "$W/bin"
-cp "$top_builddir/src/cli/.libs/nsbox" "$W/bin/nsbox" || die "nsbox is not built"
-cp -P "$top_builddir"/src/lib/.libs/libnsbox.so* "$top_builddir/src/lib/.libs/libnsbox-import.so" "$W/bin/"
 export LD_LIBRARY_PATH=$W/bin
 NSBOX=$W/bin/nsbox
 
