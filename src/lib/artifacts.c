@@ -100,7 +100,8 @@ static void retain(int dfd, unsigned keep)
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n)   /* qsort() must not get NULL, even for no element */
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		if (i + keep < n)
 			remove_run(dfd, names[i]);
