@@ -19,6 +19,7 @@ if command -v apt-get >/dev/null; then
 	# The --network user helpers: not every release has passt (Ubuntu 22.04
 	# has only slirp4netns), and nothing else needs them.
 	for helpers in "passt slirp4netns" slirp4netns passt; do
+		# shellcheck disable=SC2086 # $helpers is a list of package names
 		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $helpers >/dev/null 2>&1 && break
 	done || echo "quickstart: neither passt nor slirp4netns could be installed: --network user is unavailable" >&2
 fi

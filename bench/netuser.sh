@@ -57,14 +57,12 @@ for _ in $(seq 50); do $IN true 2>/dev/null; nc -z 10.77.0.2 8080 2>/dev/null &&
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(((e - s) / 1000)); }
 launch() {   # launch MODE [HELPER]: median microseconds of N launches
-	local i
-	for i in $(seq "$n"); do
+	for _ in $(seq "$n"); do
 		NSBOX_NETWORK_HELPER=${2:-auto} ms "$nsbox" run --network "$1" --rootfs "$R" --timeout 0 -- /bin/true
 	done | median
 }
 fetch() {   # fetch MODE [HELPER]: median microseconds of ROUNDS downloads
-	local i
-	for i in $(seq "$rounds"); do
+	for _ in $(seq "$rounds"); do
 		NSBOX_NETWORK_HELPER=${2:-auto} ms "$nsbox" run --network "$1" --rootfs "$R" --timeout 0 -- \
 			wget -q -O /dev/null http://10.77.0.2:8080/blob
 	done | median

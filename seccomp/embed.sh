@@ -12,7 +12,7 @@ echo '#include <string.h>'
 echo "const char *$fn(const char *name);"
 for f in "$@"; do
 	n=$(basename "$f" | sed 's/\.[^.]*$//' | tr -c 'A-Za-z0-9_\n' '_')
-	echo "static const char text_$n[] ="
+	echo "static const char text_${n}[] ="
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$/\\n"/' "$f"
 	echo '	;'
 done

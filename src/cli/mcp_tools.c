@@ -224,7 +224,7 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 	json_t *empty = json_object();
 	if (!args)
 		args = empty;
-	char timeout[48];
+	char timeout[48] = "";   /* check_args() fills it only on success */
 	int r = 0;
 	if (!strcmp(name, "run_code")) {
 		static const char *const allowed[] = { "code", "language", "timeout", NULL };

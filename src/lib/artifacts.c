@@ -115,7 +115,8 @@ static void retain(int dfd, unsigned keep, uint64_t max_age_ms)
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n)   /* qsort() must not get NULL, even for no element */
+		qsort(names, n, sizeof(*names), cmp_names);
 	long long now = (long long) time(NULL);
 	for (size_t i = 0; i < n; i++) {
 		long long t = run_time(names[i]);

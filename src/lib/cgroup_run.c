@@ -16,7 +16,7 @@
 #include "cleanup.h"
 #include "error.h"
 
-#define CPU_PERIOD_US 100000
+#define CPU_PERIOD_US 100000u
 
 static int put(const char *dir, const char *file, const char *value, nsbox_error **err)
 {

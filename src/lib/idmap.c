@@ -108,7 +108,7 @@ uint64_t subid_free_start(const char *subuid, const char *subgid, const char *se
 	/* Each step jumps past the end of an entry that overlapped, so no entry
 	 * is met twice. Ids stop below 2^32 - 1 (that one means "no id"). */
 	uint64_t at = (from + count - 1) / count * count;
-	subid_entry e;
+	subid_entry e = { 0 };   /* set when subid_overlap() returns 1 */
 	while (at + count <= UINT32_MAX) {
 		int r = subid_overlap(subuid, self, at, count, &e);
 		if (r == 0)

@@ -194,7 +194,7 @@ static int import_dir(importer *im, int src_fd, const char *source, nsbox_error 
 		: import_err(im, err, EINVAL, NULL, archive_error_string(rd) ? archive_error_string(rd) : "cannot be read");
 	size_t prefix = strlen(source);
 	struct archive_entry *e = archive_entry_new();
-	int rr;
+	int rr = ARCHIVE_EOF;
 	while (r == 0 && (rr = archive_read_next_header2(rd, e)) == ARCHIVE_OK) {
 		archive_read_disk_descend(rd);
 		/* A copy: set_pathname below frees the entry's own string. */
@@ -247,6 +247,10 @@ static int import_dir(importer *im, int src_fd, const char *source, nsbox_error 
 		}
 		(void) archive_write_finish_entry(w);
 	}
+	/* The walk ends at EOF, or where libarchive could not go on (a
+	 * directory the caller cannot read): a partial copy is no image. */
+	if (r == 0 && rr != ARCHIVE_EOF)
+		r = import_err(im, err, EACCES, NULL, archive_error_string(rd) ? archive_error_string(rd) : "cannot be read");
 	archive_entry_free(e);
 	archive_read_free(rd);
 	archive_write_free(w);

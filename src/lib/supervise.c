@@ -89,9 +89,8 @@ static ssize_t recv_msg(int fd, msg *m, int *passed, int flags)
 static void read_messages(nsbox_sandbox *sb, int flags, int ep)
 {
 	msg m;
-	ssize_t n;
 	int fd;
-	while ((n = recv_msg(sb->sync_fd, &m, &fd, flags)) == (ssize_t) sizeof(m)) {
+	while (recv_msg(sb->sync_fd, &m, &fd, flags) == (ssize_t) sizeof(m)) {
 		if (m.type == MSG_ERROR && sb->error.type == 0)
 			sb->error = m;
 		else if (m.type == MSG_EXIT) {

@@ -65,7 +65,7 @@ void trace_finish(trace_page *t)
 		return;
 	trace_mark(t, TR_FREED);
 	/* In time order: the processes interleave. */
-	int order[TR_N], n = 0;
+	int order[TR_N] = { 0 }, n = 0;
 	for (int m = 0; m < TR_N; m++) {
 		if (!t->ns[m])
 			continue;

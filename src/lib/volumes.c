@@ -67,7 +67,7 @@ int volume_open(const nsbox_config *cfg, const char *source, const char *home, c
 	 * rules the source is (or is inside), then those it contains. */
 	for (size_t i = 0; i < 2 * cfg->forbidden.n; i++) {
 		bool first_pass = i < cfg->forbidden.n;
-		const char *entry = cfg->forbidden.v[i % cfg->forbidden.n];
+		const char *entry = cfg->forbidden.v[first_pass ? i : i - cfg->forbidden.n];
 		_cleanup_free_ char *rule = canonical_rule(entry, home);
 		if (!rule)
 			continue;   /* "~/..." without a HOME cannot match anything */

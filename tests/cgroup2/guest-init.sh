@@ -41,26 +41,26 @@ suite() {
 	parent=/sys/fs/cgroup
 	[ "$who" = root ] || parent=/sys/fs/cgroup/deleg
 	extra=
-	[ "$who" = root ] || extra="--cgroup-parent $parent"
+	[ "$who" = root ] || extra="--cgroup-parent=$parent"
 
-	"$@" nsbox run --json $extra --rootfs $R -- cat /proc/self/cgroup >/tmp/r.json
+	"$@" nsbox run --json ${extra:+"$extra"} --rootfs "$R" -- cat /proc/self/cgroup >/tmp/r.json
 	diagnose
 	expect "[$who] limits are enforced by cgroup v2" cgroup-v2 "$(field enforced_by)"
 	expect "[$who] the sandbox sees its own cgroup as the root" '0::/\n' "$(field stdout)"
 
-	"$@" nsbox run --json $extra --memory 32m --rootfs $R -- probe hog 256 >/tmp/r.json
+	"$@" nsbox run --json ${extra:+"$extra"} --memory 32m --rootfs "$R" -- probe hog 256 >/tmp/r.json
 	expect "[$who] a memory hog is OOM-killed (exit 137)" 137 "$?"
 	expect "[$who] status oom_killed" oom_killed "$(field status)"
 	expect "[$who] oom_killed is true" true "$(field oom_killed)"
 	peak=$(field peak_memory_bytes)
 	if [ "${peak:-0}" -gt 1000000 ] && [ "$peak" -le 33554432 ]; then ok "[$who] peak memory $peak within the limit"; else notok "[$who] peak memory '$peak'"; fi
 
-	"$@" nsbox run --json $extra --pids-limit 16 --rootfs $R -- probe forkbomb >/tmp/r.json
+	"$@" nsbox run --json ${extra:+"$extra"} --pids-limit 16 --rootfs "$R" -- probe forkbomb >/tmp/r.json
 	forks=$(field stdout | sed -n 's/.*forks=\([0-9]*\).*/\1/p')
 	if [ "${forks:-99}" -le 16 ]; then ok "[$who] a fork bomb stops at the limit ($forks forks)"; else notok "[$who] fork bomb: $forks forks"; fi
 	expect "[$who] pids_limit_hit is true" true "$(field pids_limit_hit)"
 
-	"$@" nsbox run --json $extra --cpus 0.5 --rootfs $R -- probe spin 3 >/tmp/r.json
+	"$@" nsbox run --json ${extra:+"$extra"} --cpus 0.5 --rootfs "$R" -- probe spin 3 >/tmp/r.json
 	cpu=$(field cpu_user_ms)
 	dur=$(field duration_ms)
 	share=$(awk -v c="$cpu" -v d="$dur" 'BEGIN { printf "%d", 100 * c / d }')
@@ -75,19 +75,19 @@ suite() {
 		timed_out) cmd='probe burn 0.5; sleep 60' want=timed_out ;;
 		killed) cmd='(probe burn 0.5; kill -9 $$; sleep 60) & wait' want=signaled ;;
 		esac
-		"$@" nsbox run --json $extra --cpus 1 --timeout 6s --rootfs $R -- sh -c "$cmd" >/tmp/r.json
-		expect "[$who] a CPU burner that is $how: status" $want "$(field status)"
+		"$@" nsbox run --json ${extra:+"$extra"} --cpus 1 --timeout 6s --rootfs "$R" -- sh -c "$cmd" >/tmp/r.json
+		expect "[$who] a CPU burner that is $how: status" "$want" "$(field status)"
 		cpu=$(awk -v u="$(field cpu_user_ms)" -v s="$(field cpu_system_ms)" 'BEGIN { printf "%d", u + s }')
 		if [ "${cpu:-0}" -ge 150 ]; then ok "[$who] ...its record counts the CPU it burned ($cpu ms of about 500)"; else notok "[$who] ...its record says $cpu ms of about 500"; fi
 		expect "[$who] ...from the cgroup" cgroup "$(field cpu_source)"
 	done
 
 	# --sysfs: the firmware tables and powercap are masked (empty).
-	out=$("$@" nsbox run $extra --sysfs --rootfs $R -- sh -c 'ls -A /sys/firmware /sys/devices/virtual/powercap 2>/dev/null | grep -v ":$" | grep -v "^$" | wc -l')
+	out=$("$@" nsbox run ${extra:+"$extra"} --sysfs --rootfs "$R" -- sh -c 'ls -A /sys/firmware /sys/devices/virtual/powercap 2>/dev/null | grep -v ":$" | grep -v "^$" | wc -l')
 	expect "[$who] --sysfs: /sys/firmware and powercap are empty" 0 "$out"
 
 	expect "[$who] no cgroup left after the runs" 0 "$(leftovers $parent)"
-	"$@" nsbox run $extra --rootfs $R -- probe daemon wait >/dev/null &
+	"$@" nsbox run ${extra:+"$extra"} --rootfs "$R" -- probe daemon wait >/dev/null &
 	pid=$!
 	sleep 2
 	kill -KILL $pid

@@ -21,14 +21,16 @@ cache=${NSBOX_KERNEL_CACHE:-$top_builddir/.kernel-cache}
 mkdir -p "$cache"
 pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -n 1)
 [ -n "$pkg" ] || skip "apt cannot resolve linux-image-cloud-amd64 (run apt-get update)"
-deb=$(ls "$cache/${pkg}"_*.deb 2>/dev/null | head -n 1)
+# first GLOB...: the first path a glob matched, or nothing
+first() { if [ -e "$1" ]; then echo "$1"; fi; }
+deb=$(first "$cache/${pkg}"_*.deb)
 if [ -z "$deb" ]; then
 	(cd "$cache" && apt-get download "$pkg" >/dev/null 2>&1) || skip "cannot download $pkg"
-	deb=$(ls "$cache/${pkg}"_*.deb | head -n 1)
+	deb=$(first "$cache/${pkg}"_*.deb)
 fi
 mkdir -p "$W/kernel"
 dpkg-deb -x "$deb" "$W/kernel"
-vmlinuz=$(ls "$W"/kernel/boot/vmlinuz-* | head -n 1)
+vmlinuz=$(first "$W"/kernel/boot/vmlinuz-*)
 
 # The initramfs: busybox, nsbox with the libraries it links, the probe, and
 # a busybox root filesystem for the sandboxes.
@@ -64,6 +66,6 @@ if [ -z "$summary" ]; then
 	tail -n 40 "$W/console.log"
 	exit 1
 fi
-passed=$(echo "$summary" | sed 's/cgroup2: \([0-9]*\) passed.*/\1/')
-failed=$(echo "$summary" | sed 's/.* \([0-9]*\) failed/\1/')
+passed=${summary#cgroup2: } passed=${passed%% *}
+failed=${summary% failed} failed=${failed##* }
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared setup for the functional tests: a throwaway busybox root filesystem
 # with the static probe, a staged copy of nsbox that an unprivileged user can
 # run, helpers to run as each identity, and a pass/fail tally.
@@ -24,6 +25,13 @@ check() {
 # expect_eq DESCRIPTION EXPECTED ACTUAL
 expect_eq() {
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected '$2', got '$3'"; fi
+}
+
+# squeeze TEXT: its words joined by single spaces (what `echo $TEXT` gave).
+squeeze() {
+	local w
+	read -r -d '' -a w <<<"$1" || true
+	echo "${w[*]}"
 }
 
 finish() {
@@ -74,6 +82,7 @@ cp -P "$top_builddir"/src/lib/.libs/libnsbox.so* "$T/bin/"
 cp "$top_builddir/src/lib/.libs/libnsbox-import.so" "$T/bin/"
 chmod -R a+rX "$T/bin"
 export LD_LIBRARY_PATH=$T/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# shellcheck disable=SC2034 # used by the tests that source this file
 NSBOX=$T/bin/nsbox
 
 # ensure_test_user: as root, the unprivileged user 'nsbox-test' with a range

@@ -22,12 +22,12 @@ run_one() {
 	art=tests/fuzz/artifacts/$h
 	log=tests/fuzz/logs/$h.log
 	mkdir -p "$work" "$art"
-	dict=
-	[ -f "$srcdir/tests/fuzz/dict/$h.dict" ] && dict=-dict=$srcdir/tests/fuzz/dict/$h.dict
+	dict=()
+	[ -f "$srcdir/tests/fuzz/dict/$h.dict" ] && dict=("-dict=$srcdir/tests/fuzz/dict/$h.dict")
 	# -timeout: one input running 10 s is a hang; -rss_limit_mb: a
 	# blow-up is a finding too. Leaks are reported by LeakSanitizer.
 	./tests/fuzz/fuzz-"$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-		-print_final_stats=1 -artifact_prefix="$art/" $dict \
+		-print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
 		"$work" "$srcdir/tests/fuzz/corpus/$h" >"$log" 2>&1
 	echo $? >"$log.rc"
 }
