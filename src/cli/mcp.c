@@ -306,8 +306,11 @@ int cmd_mcp(int argc, char **argv)
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
 			return fputs(mcp_usage, stdout), 0;
 	mcp_server s = { .structured = true, .out_fd = 1 };
-	if (parse_options(argc, argv, &s) < 0)
+	if (parse_options(argc, argv, &s) < 0) {
+		free((char *) s.session);
+		free((char *) s.policy);
 		return EXIT_SETUP;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	/* A client closing us with SIGTERM (the SDK does after EOF) must not
 	 * leave calls running: the signals end the loop like EOF does. */
@@ -319,8 +322,13 @@ int cmd_mcp(int argc, char **argv)
 	int sfd = sigprocmask(SIG_BLOCK, &set, NULL) == 0 ? signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
 	mcp_call *calls = NULL;
 	char *buf = malloc(MAX_MSG + 1);
-	if (!buf)
+	if (!buf) {
+		free((char *) s.session);
+		free((char *) s.policy);
+		if (sfd >= 0)
+			close(sfd);
 		return EXIT_SETUP;
+	}
 	size_t used = 0;
 	bool eof = false, discarding = false;
 	while (!eof || calls) {

@@ -291,7 +291,8 @@ run_one() {
 # (half of them killed, at 0-80 ms): a good one that ends is an image, the
 # others fail and leave none.
 run_import() {
-	local i=$1 kill=none src pid n=$((i / 20))
+	local i=$1 kill=none src pid n
+	n=$((i / 20))
 	src=$(echo good good cut garbage | cut -d' ' -f$((n % 4 + 1)))
 	[ $((n % 2)) -eq 0 ] && kill=setup
 	echo "$kill import $src" >"$W/kind/$i"
@@ -342,8 +343,8 @@ marked() {
 		[ "$p" -eq 1 ] || [ "$p" -eq "$me" ] && continue
 		stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
 		stat=${stat##*) }
-		set -- $stat
-		[ "$2" -eq "$me" ] && continue
+		read -r _ ppid _ <<<"$stat"
+		[ "$ppid" -eq "$me" ] && continue
 		echo "$p $(cat "/proc/$p/comm" 2>/dev/null)"
 	done
 }
@@ -374,9 +375,9 @@ tmps=$(ls -A /tmp)
 runs=$(ls -A "$STATE/runs" 2>/dev/null)
 [ -z "$runs" ] || bad "run state in $STATE/runs: $runs"
 "$NSBOX" image ls >/dev/null 2>&1 || bad "nsbox image ls failed"
-store=$(ls -A "$IMAGES" | grep -v '^bad-' || true)
-[ -z "$store" ] || bad "left in the image store: $(echo $store)"
-half=$(ls -A "$STATE/sessions" 2>/dev/null | grep '^\.' || true)
+store=$(find "$IMAGES" -mindepth 1 -maxdepth 1 ! -name 'bad-*' -printf '%f ')
+[ -z "$store" ] || bad "left in the image store: $store"
+half=$(find "$STATE/sessions" -mindepth 1 -maxdepth 1 -name '.*' -printf '%f\n' 2>/dev/null)
 [ -z "$half" ] || bad "half-made sessions: $half"
 
 # Every session reads, as a listing and as its changes.
@@ -441,7 +442,7 @@ print(f"summary: {runs} runs, {killed} killed by SIGKILL (setup {phases['setup']
 sys.exit(1 if bad else 0)
 EOF
 grep '^summary' "$W/records" | sed 's/^summary: /soak: /'
-echo "soak: workspaces: $(grep -l workspace "$W"/kind/[0-9]* | wc -l), corrupt images: $(grep -l 'image bad' "$W"/kind/[0-9]* | wc -l), rootless: $(grep -l rootless "$W"/kind/[0-9]* | wc -l) (${ROOTLESS:-no nsbox-test user}), sessions left: $(echo $sessions | wc -w)"
+echo "soak: workspaces: $(grep -l workspace "$W"/kind/[0-9]* | wc -l), corrupt images: $(grep -l 'image bad' "$W"/kind/[0-9]* | wc -l), rootless: $(grep -l rootless "$W"/kind/[0-9]* | wc -l) (${ROOTLESS:-no nsbox-test user}), sessions left: $(wc -w <<<"$sessions")"
 echo "soak: leftovers: $failures (processes, cgroups, mounts, sockets, /tmp, runs/, sessions, image store, workspace)"
 echo "soak: done in $(($(date +%s) - start))s"
 if [ "$failures" -eq 0 ] && [ -z "${SOAK_KEEP:-}" ]; then
