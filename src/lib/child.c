@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 
+#include "coverage.h"
 #include "proto.h"
 #include "proxy.h"
 #include "syscalls.h"

@@ -9,6 +9,15 @@
 #ifdef NSBOX_COVERAGE
 void __gcov_dump(void);
 static inline void coverage_dump(void) { __gcov_dump(); }
+/* gcc wraps exec* in coverage builds to dump the counts first: under a lock
+ * that another thread of an embedding program may hold across our raw
+ * clone (a child hung on it in the SDK's tests), and into files a sandboxed
+ * payload cannot reach. Children that exec call the system call itself. */
+#include <sys/syscall.h>
+#include <unistd.h>
+extern char **environ;
+#define execve(p, a, e) ((int) syscall(SYS_execve, (p), (a), (e)))
+#define execv(p, a) ((int) syscall(SYS_execve, (p), (a), environ))
 #else
 static inline void coverage_dump(void) {}
 #endif

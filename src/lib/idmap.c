@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coverage.h"
 #include "buf.h"
 #include "cleanup.h"
 #include "error.h"

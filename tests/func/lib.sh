@@ -126,6 +126,12 @@ cat >"$T/bin/as" <<'AS'
 #!/bin/sh
 who=$1
 shift
+# make coverage: each user's processes write their gcov counts under a
+# directory of their own (merged into the report afterwards).
+if [ -n "${NSBOX_COVERAGE_PREFIX:-}" ] && [ "$who" != root ] && [ "$who" != self ]; then
+	GCOV_PREFIX=$NSBOX_COVERAGE_PREFIX/$who
+	export GCOV_PREFIX
+fi
 case $who in
 root | self) exec "$@" ;;
 nobody) exec env HOME="$NSBOX_T/home-nobody" setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@" ;;
