@@ -16,8 +16,12 @@ static inline void coverage_dump(void) { __gcov_dump(); }
 #include <sys/syscall.h>
 #include <unistd.h>
 extern char **environ;
-#define execve(p, a, e) ((int) syscall(SYS_execve, (p), (a), (e)))
-#define execv(p, a) ((int) syscall(SYS_execve, (p), (a), environ))
+static inline int coverage_execve(const char *path, char *const argv[], char *const envp[])
+{
+	return (int) syscall(SYS_execve, path, argv, envp);
+}
+#define execve coverage_execve
+#define execv(p, a) coverage_execve((p), (a), environ)
 #else
 static inline void coverage_dump(void) {}
 #endif
