@@ -71,6 +71,7 @@ enum {
 	OPT_SECCOMP, OPT_JSON, OPT_RESULT_FILE, OPT_ULIMIT, OPT_REQUIRE_CGROUP, OPT_CGROUP_PARENT,
 	OPT_STATS_INTERVAL, OPT_STATS_FILE, OPT_SECCOMP_LOG, OPT_WORKSPACE, OPT_SESSION, OPT_WS_MODE, OPT_WS_MAX_SIZE, OPT_WS_MAX_FILES,
 	OPT_ALLOW_HOST_LOOPBACK, OPT_AUDIT_LOG, OPT_AUDIT_ON_ERROR, OPT_TRUST, OPT_IMPORT_GATE, OPT_BLOCK_IMPORT, OPT_ARTIFACTS, OPT_STORE_CODE, OPT_ARTIFACTS_KEEP, OPT_ARTIFACTS_MAX_AGE,
+	OPT_NAME, OPT_IDLE_TIMEOUT, OPT_LIFETIME,
 };
 
 static const struct option long_opts[] = {
@@ -118,6 +119,10 @@ static const struct option long_opts[] = {
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "audit-on-error", required_argument, NULL, OPT_AUDIT_ON_ERROR },
 	{ "help", no_argument, NULL, 'h' },
+	/* nsbox start only */
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "lifetime", required_argument, NULL, OPT_LIFETIME },
 	{ 0 },
 };
 
@@ -177,7 +182,7 @@ static int push(run_args *a, const char *key, const char *value, const char *ori
 	return 0;
 }
 
-int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen)
+static int parse_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen, bool start)
 {
 	*a = (run_args){ 0 };
 	a->policy = env_get(env, "NSBOX_POLICY");
@@ -208,6 +213,13 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 				goto oom;
 			continue;
 		case 'i': a->interactive = true; continue;
+		case OPT_NAME: case OPT_IDLE_TIMEOUT: case OPT_LIFETIME:
+			if (!start) {
+				snprintf(errbuf, errlen, "option '%s' is for nsbox start", argv[optind - 1]);
+				return -1;
+			}
+			*(c == OPT_NAME ? &a->name : c == OPT_LIFETIME ? &a->lifetime : &a->idle_timeout) = optarg;
+			continue;
 		case OPT_STATS_INTERVAL: a->stats_interval = optarg; continue;
 		case OPT_STATS_FILE: a->stats_file = optarg; continue;
 		case OPT_SECCOMP_LOG:
@@ -267,6 +279,12 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 	}
 	if (a->trust)
 		a->policy = a->trust;
+	if (start && optind < argc) {
+		snprintf(errbuf, errlen, "nsbox start takes no command: run commands with nsbox exec NAME -- COMMAND");
+		return -1;
+	}
+	if (start)
+		return 0;
 	if (optind >= argc) {
 		snprintf(errbuf, errlen, "no command given (usage: nsbox run [OPTIONS] [--] COMMAND [ARG...])");
 		return -1;
@@ -277,6 +295,16 @@ int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf,
 oom:
 	snprintf(errbuf, errlen, "out of memory");
 	return -1;
+}
+
+int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen)
+{
+	return parse_args(argc, argv, env, a, errbuf, errlen, false);
+}
+
+int parse_start_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen)
+{
+	return parse_args(argc, argv, env, a, errbuf, errlen, true);
 }
 
 bool run_option_takes_value(const char *arg)

@@ -33,6 +33,9 @@ typedef struct run_args {
 	unsigned artifacts_keep;
 	const char *audit_log;
 	bool audit_warn;
+	const char *name;         /* nsbox start: --name, --idle-timeout, --lifetime */
+	const char *idle_timeout;
+	const char *lifetime;
 	int argc;                 /* the command */
 	char **argv;
 	bool help;
@@ -41,6 +44,9 @@ typedef struct run_args {
 /* Parse argv (argv[0] is "run"). `env` is the environment to read NSBOX_*
  * variables from. On error returns -1 and writes a message into errbuf. */
 int parse_run_args(int argc, char **argv, char **env, run_args *out, char *errbuf, size_t errlen);
+/* The same for `nsbox start` (argv[0] is "start"): no command; --name,
+ * --idle-timeout and --lifetime. */
+int parse_start_args(int argc, char **argv, char **env, run_args *out, char *errbuf, size_t errlen);
 void run_args_free(run_args *a);
 /* Does this `nsbox run` option take a value in the next argument? */
 bool run_option_takes_value(const char *arg);

@@ -13,6 +13,10 @@ int cmd_run_code(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_session(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
 
 /* What run-code adds to a run: a file with the code, the language for the
  * error classification, and interpreter variables. */

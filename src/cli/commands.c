@@ -14,6 +14,11 @@ static const char usage[] =
 	"  run [OPTIONS] [--] COMMAND [ARG...]   run a command in a fresh sandbox\n"
 	"  run-code --lang python|node|bash (-c CODE | FILE | -) [OPTIONS]\n"
 	"                                        run a code snippet in a fresh sandbox\n"
+	"  start [--name NAME] [--idle-timeout D] [--lifetime D] [RUN OPTIONS]\n"
+	"                                        start a long-lived sandbox, print its name\n"
+	"  exec NAME [--json] [--timeout D] [-i] [-w DIR] [--] COMMAND [ARG...]\n"
+	"                                        run a command in a started sandbox\n"
+	"  ps [--json] | stop NAME               list the started sandboxes | end one\n"
 	"  mcp [RUN OPTIONS]                     serve run_code/run_command to an MCP client on stdio\n"
 	"  image build [NAME] | ls | rm NAME     build (root) and manage root filesystem images\n"
 	"  session ls | changes NAME | diff NAME | apply NAME [PATH...] | discard NAME\n"
@@ -111,6 +116,14 @@ int cli_main(int argc, char **argv)
 		return cmd_mcp(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run-code"))
 		return cmd_run_code(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "start"))
+		return cmd_start(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "exec"))
+		return cmd_exec(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ps"))
+		return cmd_ps(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stop"))
+		return cmd_stop(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "session"))
 		return cmd_session(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "image"))

@@ -81,6 +81,13 @@ typedef struct nsbox_result nsbox_result;
 
 /* Capture stdout/stderr into bounded buffers instead of passing them through. */
 #define NSBOX_SPAWN_CAPTURE  (1u << 0)
+/* A long-lived sandbox: set it up and keep it, running no command; commands
+ * then run in it with nsbox_sandbox_exec(). nsbox_spawn() returns once it is
+ * ready (a setup failure is its error). It ends when it is freed or killed
+ * (SIGKILL) or when the process that spawned it dies. The configuration's
+ * command is ignored, its timeout is each exec's default. Not with
+ * network.allow (the proxy is served only while a run is waited for). */
+#define NSBOX_SPAWN_KEEP     (1u << 1)
 
 /* Version 1 ends at stats_fd; version 2 adds on_output. Callers built
  * against an older header keep passing their version and work unchanged. */
@@ -139,6 +146,43 @@ int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig);
 int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);
 /* Kills the sandbox if it still runs, waits for it, releases everything. */
 void nsbox_sandbox_free(nsbox_sandbox *sb);
+
+/* ---- long-lived sandboxes ----------------------------------------------- */
+
+#define NSBOX_EXEC_OPTIONS_VERSION 1
+
+typedef struct nsbox_exec_options {
+	uint32_t version;           /* NSBOX_EXEC_OPTIONS_VERSION */
+	uint32_t flags;             /* NSBOX_SPAWN_CAPTURE */
+	const char *const *argv;    /* required; argv[0] is looked up in PATH inside */
+	const char *const *envp;    /* NULL: the sandbox's environment */
+	const char *workdir;        /* NULL: the sandbox's; else absolute */
+	int stdin_fd;               /* -1: /dev/null */
+	int stdout_fd;              /* pass-through target; -1: the caller's fd 1 */
+	int stderr_fd;              /* pass-through target; -1: the caller's fd 2 */
+	int fd3;                    /* -1, or an fd the command gets as its fd 3 */
+	uint64_t timeout_ms;        /* 0: the configuration's timeout (0 there: none) */
+	int signal_fd;              /* as in nsbox_spawn_options, or -1 */
+	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+	void *output_userdata;
+} nsbox_exec_options;
+
+/* Run a command in a long-lived sandbox (NSBOX_SPAWN_KEEP): in its
+ * namespaces, root filesystem, cgroup (shared by every exec: the limits hold
+ * across them), with the sandbox's credentials, seccomp filter and rlimits.
+ * Each exec has a pid namespace of its own below the sandbox's: when its
+ * command exits, whatever it started is killed. *exec is a sandbox handle
+ * for that one command: nsbox_sandbox_wait() gives its result (the same
+ * record as a run's; CPU time and OOM kills counted from the exec's start,
+ * peak memory is the sandbox's), nsbox_sandbox_kill() signals it (SIGKILL
+ * ends it and everything it started), nsbox_sandbox_free() releases it.
+ * Several threads may exec in the same sandbox at once. -ESRCH when the
+ * sandbox has ended. */
+/* A long-lived sandbox's id (32 hex digits; "sandbox" in its execs'
+ * records), or NULL for another sandbox. */
+const char *nsbox_sandbox_id(const nsbox_sandbox *sb);
+int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *opts, nsbox_sandbox **exec,
+                       nsbox_error **err);
 
 /* ---- results ------------------------------------------------------------ */
 

@@ -25,7 +25,7 @@
 static int proxy_listen(int sync_fd);
 
 /* A message of `type` to the supervisor, carrying `fd` (SCM_RIGHTS). */
-static int send_fd(int sync_fd, enum msg_type type, int fd)
+int child_send_fd(int sync_fd, enum msg_type type, int fd)
 {
 	msg m = { .type = type };
 	char cbuf[CMSG_SPACE(sizeof(int))];
@@ -233,6 +233,8 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		(void) sys_close_range(3, (unsigned) a->sync_fd - 1, 0);
 	(void) sys_close_range((unsigned) a->sync_fd + 1, ~0U, 0);
 	trace_mark(p->trace, TR_C_INIT);
+	if (p->keep)
+		keeper_run(a);
 	init_run(a);
 }
 
@@ -250,7 +252,7 @@ static int proxy_listen(int sync_fd)
 	if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
 		r = -errno;
 	if (r == 0)
-		r = send_fd(sync_fd, MSG_PROXY_SOCKET, fd);
+		r = child_send_fd(sync_fd, MSG_PROXY_SOCKET, fd);
 	close(fd);
 	return r;
 }
@@ -330,8 +332,9 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 		fail(a, failed, -1, r);
 	trace_mark(p->trace, TR_P_LIMITS);
 	/* Everything above 2 closes at exec, including the socket to the
-	 * supervisor, which stays open until then to report an exec failure. */
-	if (sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	 * supervisor, which stays open until then to report an exec failure;
+	 * an exec given an fd 3 (a code context's channel) keeps that one. */
+	if (sys_close_range(p->pass_fd3 ? 4 : 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		fail(a, STEP_CLOSE_FDS, -1, errno);
 	/* The filter goes last: capabilities are gone and no_new_privs is set,
 	 * and nothing but execve (and reporting its failure) follows. */
@@ -345,7 +348,7 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	if (listener >= 0) {
 		/* --seccomp-log: hand the listener to the supervisor, which
 		 * answers (refuses) and counts each denied call. */
-		r = send_fd(a->sync_fd, MSG_LISTENER, listener);
+		r = child_send_fd(a->sync_fd, MSG_LISTENER, listener);
 		if (r < 0)
 			fail(a, STEP_SECCOMP, -1, r);
 		close(listener);

@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -127,6 +128,12 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 		if (w == pid) {
 			trace_mark(a->plan->trace, TR_C_REAPED);
 			msg m = { .type = MSG_EXIT, .status = status };
+			struct rusage ru;
+			if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+				m.utime_us = (int64_t) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+				m.stime_us = (int64_t) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+				m.maxrss_kb = ru.ru_maxrss;
+			}
 			(void) send(a->sync_fd, &m, sizeof(m), MSG_NOSIGNAL);
 			_exit(0);
 		}

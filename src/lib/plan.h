@@ -92,6 +92,8 @@ typedef struct nsbox_plan {
 	char **envp;
 	const char *path_env;      /* PATH value inside, for the command lookup */
 	char *workdir;
+	bool keep;                 /* a long-lived sandbox: pid 1 waits for commands (keeper.c) */
+	bool pass_fd3;             /* an exec's payload keeps fd 3 open across execve */
 	uint64_t clone_flags;
 	bool net_none;             /* own network namespace, loopback only */
 	bool net_user;             /* own network namespace, a helper's NAT */

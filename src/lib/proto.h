@@ -15,6 +15,9 @@ enum msg_type {
 	MSG_LISTENER,   /* payload -> supervisor: the seccomp listener, as SCM_RIGHTS */
 	MSG_PROXY_SOCKET,      /* child -> supervisor: the proxy's listening socket, as SCM_RIGHTS */
 	MSG_NET_READY,  /* supervisor -> child: the --network user helper configured the interface */
+	MSG_READY,      /* keeper -> supervisor: a long-lived sandbox is set up and takes commands */
+	MSG_EXEC,       /* supervisor -> keeper: run a command (an exec_req), fds as SCM_RIGHTS */
+	MSG_PIDFD,      /* an exec's pid 1 -> supervisor: its pidfd, as SCM_RIGHTS */
 };
 
 enum { GO_WORKSPACE = 1, GO_ROOTFS = 2 };
@@ -25,7 +28,25 @@ typedef struct msg {
 	int32_t index;   /* mount op index, or -1 */
 	int32_t err;     /* positive errno */
 	int32_t status;  /* MSG_EXIT: the payload's wait status */
+	/* MSG_EXIT from an exec's pid 1: what its children used (the host
+	 * cannot wait for a process it did not fork) */
+	int64_t utime_us, stime_us, maxrss_kb;
 } msg;
+
+/* A command for a long-lived sandbox's keeper (keeper.c), one SEQPACKET
+ * message: this header, then `len` bytes of NUL-terminated strings (the
+ * working directory if EXEC_WORKDIR, argv, then the environment if
+ * EXEC_ENV). SCM_RIGHTS carries the exec's own socket, its stdin, stdout
+ * and stderr, and with EXEC_FD3 the fd it gets as fd 3. */
+enum { EXEC_WORKDIR = 1, EXEC_ENV = 2, EXEC_FD3 = 4 };
+#define EXEC_REQ_MAX (128 * 1024)
+#define EXEC_ARGS_MAX 4096
+typedef struct exec_req {
+	uint32_t type;   /* MSG_EXEC */
+	uint32_t flags;  /* EXEC_* */
+	uint32_t argc, envc;
+	uint32_t len;
+} exec_req;
 
 typedef struct child_args {
 	const nsbox_plan *plan;
@@ -47,6 +68,10 @@ __attribute__((noreturn)) void init_run(const child_args *a);
 void child_report(int sync_fd, enum step step, int index, int err);
 /* child.c: (re)arm SIGKILL on the supervisor's death; exits if it is gone. */
 void child_arm_parent_death(const child_args *a);
+/* keeper.c: pid 1 of a long-lived sandbox; never returns. */
+__attribute__((noreturn)) void keeper_run(const child_args *a);
+/* child.c: send a message of `type` carrying `fd` (SCM_RIGHTS). */
+int child_send_fd(int sync_fd, enum msg_type type, int fd);
 /* child.c: the payload side of the fork; never returns. */
 __attribute__((noreturn)) void payload_exec(const child_args *a);
 

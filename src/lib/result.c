@@ -100,12 +100,14 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 		return nsbox_err(err, ENOMEM, "result", "build result");
 	}
 	r->duration_ms = sb->duration_ms;
+	if (sb->exec_of)
+		memcpy(r->sandbox_id, sb->exec_of->keep_id, sizeof(r->sandbox_id));
 	r->timed_out = sb->timed_out;
 	r->have_rusage = true;
 	r->rusage = sb->rusage;
 	r->enforced_by = sb->plan->enforced_by;
 	r->seccomp_log = sb->plan->seccomp.notify;
-	r->have_workspace = sb->plan->ws.active && sb->plan->ws.mode == WS_OVERLAY;
+	r->have_workspace = sb->plan->ws.active && sb->plan->ws.mode == WS_OVERLAY && !sb->exec_of;
 	r->changes = TAKE_PTR(sb->changes);
 	r->n_changes = sb->n_changes;
 	sb->n_changes = 0;

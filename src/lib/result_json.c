@@ -160,7 +160,10 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	if (!r || !out)
 		return nsbox_err(err, EINVAL, "result", "render result: missing argument");
 	buf b = { 0 };
-	buf_printf(&b, "{\"version\":1,\"id\":\"%s\",\"command\":[", r->id);
+	buf_printf(&b, "{\"version\":1,\"id\":\"%s\",", r->id);
+	if (r->sandbox_id[0])   /* an exec in a long-lived sandbox: which */
+		buf_printf(&b, "\"sandbox\":\"%s\",", r->sandbox_id);
+	buf_puts(&b, "\"command\":[");
 	for (size_t i = 0; r->cfg && i < r->cfg->command.n; i++) {
 		if (i)
 			buf_puts(&b, ",");

@@ -72,6 +72,15 @@ struct nsbox_sandbox {
 	 * taken off the record's (the run counts from there) */
 	bool have_cpu_base;
 	double cpu_base_user_ms, cpu_base_system_ms;
+	/* exec.c: an exec in a long-lived sandbox. Its plan is a shallow copy
+	 * of the sandbox's with the exec's own argv, environment, directory,
+	 * timeout and record configuration (exec_own); the cgroup is the
+	 * sandbox's (exec_cg, not owned), its counters taken at the start. */
+	nsbox_sandbox *exec_of;
+	char keep_id[33];     /* a long-lived sandbox's id, in its execs' records */
+	cgroup *exec_cg;
+	uint64_t oom_base, pids_events_base;
+	struct exec_own *exec_own;
 };
 
 struct nsbox_result {
@@ -91,6 +100,7 @@ struct nsbox_result {
 	bool have_rusage;
 	struct rusage rusage;
 	char id[33];
+	char sandbox_id[33];  /* an exec's long-lived sandbox, or "" */
 	nsbox_config *cfg;    /* owned copy */
 	bool rootless;
 	char *namespaces_json;
@@ -120,6 +130,14 @@ struct nsbox_result {
 	proxy_log net_allowed, net_denied;   /* owned */
 	char *code_json;      /* the import gate's "code" object, or NULL */
 };
+
+/* spawn.c: the command's streams (capture pipes when sb->capture). */
+int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stderr_fd, int child_stdio[3],
+                       int close_after[4], nsbox_error **err);
+/* exec.c: release what an exec owns (its plan copy). */
+void exec_release(nsbox_sandbox *sb);
+/* exec.c: a long-lived sandbox's setup: wait until its keeper is ready. */
+int keep_wait_ready(nsbox_sandbox *sb, nsbox_error **err);
 
 /* seccomp_notify.c: serve the --seccomp-log listener; false when it is done. */
 bool notify_handle(nsbox_sandbox *sb);

@@ -76,18 +76,18 @@ static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
 	return r < 0 ? nsbox_err_prefix(err, r, "set up resource limits") : 0;
 }
 
-static int open_streams(nsbox_sandbox *sb, const nsbox_spawn_options *o, int child_stdio[3],
-                        int close_after[4], nsbox_error **err)
+int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stderr_fd, int child_stdio[3],
+                       int close_after[4], nsbox_error **err)
 {
-	if (o->stdin_fd >= 0) {
-		child_stdio[0] = o->stdin_fd;
+	if (stdin_fd >= 0) {
+		child_stdio[0] = stdin_fd;
 	} else {
 		close_after[0] = child_stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (child_stdio[0] < 0)
 			return nsbox_err(err, errno, "spawn", "open '/dev/null'");
 	}
 	for (int i = 0; i < 2; i++) {
-		int fallback = i + 1, given = i ? o->stderr_fd : o->stdout_fd;
+		int fallback = i + 1, given = i ? stderr_fd : stdout_fd;
 		if (!sb->capture) {
 			child_stdio[i + 1] = given >= 0 ? given : fallback;
 			continue;
@@ -138,7 +138,7 @@ static void close_fds(int *fds, size_t n)
 int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error **err)
 {
 	if (!o || !out || !o->config || o->version < 1 || o->version > NSBOX_SPAWN_OPTIONS_VERSION ||
-	    (o->flags & ~NSBOX_SPAWN_CAPTURE))
+	    (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_SPAWN_KEEP)))
 		return nsbox_err(err, EINVAL, "spawn", "start sandbox: invalid options");
 	nsbox_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
@@ -163,11 +163,15 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	int r = plan_build(o->config, &sb->plan, err);
 	if (r == 0) {
 		sb->plan->trace = sb->trace;
+		sb->plan->keep = o->flags & NSBOX_SPAWN_KEEP;
 		trace_mark(sb->trace, TR_PLAN);
+		if (sb->plan->keep && sb->plan->proxy)
+			r = nsbox_err_hint(err, EOPNOTSUPP, "config", "use network.mode user, or nsbox run",
+			                   "a long-lived sandbox cannot filter network.allow yet");
 	}
 	r = r ?: setup_cgroup(sb, err);
 	trace_mark(sb->trace, TR_CGROUP);
-	r = r ?: open_streams(sb, o, child_stdio, close_after, err);
+	r = r ?: spawn_open_streams(sb, o->stdin_fd, o->stdout_fd, o->stderr_fd, child_stdio, close_after, err);
 	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		r = nsbox_err(err, errno, "spawn", "create socketpair");
 	if (r < 0)
@@ -305,6 +309,11 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		msg ready = { .type = MSG_NET_READY };
 		(void) send(sb->sync_fd, &ready, sizeof(ready), MSG_NOSIGNAL);
 	}
+	if (sb->plan->keep) {
+		r = keep_wait_ready(sb, err);
+		if (r < 0)
+			goto fail;
+	}
 	trace_mark(sb->trace, TR_SPAWNED);
 	*out = sb;
 	return 0;
@@ -337,6 +346,10 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 {
 	if (!sb)
 		return;
+	if (sb->exec_of) {
+		exec_release(sb);
+		return;
+	}
 	if (sb->pidfd >= 0 && !sb->reaped) {
 		siginfo_t si;
 		(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);

@@ -96,6 +96,11 @@ static void read_messages(nsbox_sandbox *sb, int flags, int ep)
 		else if (m.type == MSG_EXIT) {
 			sb->have_exit = true;
 			sb->payload_status = m.status;
+			if (sb->exec_of) {   /* what the exec's pid 1 saw its children use */
+				sb->rusage.ru_utime = (struct timeval){ m.utime_us / 1000000, m.utime_us % 1000000 };
+				sb->rusage.ru_stime = (struct timeval){ m.stime_us / 1000000, m.stime_us % 1000000 };
+				sb->rusage.ru_maxrss = m.maxrss_kb;
+			}
 		} else if (m.type == MSG_PROXY_SOCKET && fd >= 0 && !sb->proxy && sb->plan->proxy && ep >= 0) {
 			/* The proxy's socket, listening inside: serve it from here. */
 			sb->proxy = proxy_new(fd, &sb->plan->allow);
@@ -122,6 +127,16 @@ static void read_messages(nsbox_sandbox *sb, int flags, int ep)
 static void reap(nsbox_sandbox *sb)
 {
 	siginfo_t si = { 0 };
+	if (sb->exec_of) {
+		/* An exec's pid 1 is the keeper's child, not ours: its pidfd
+		 * says it is gone, and with it everything the exec started. */
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		sb->duration_ms = (double) (now.tv_sec - sb->start.tv_sec) * 1e3 +
+		                  (double) (now.tv_nsec - sb->start.tv_nsec) / 1e6;
+		__atomic_store_n(&sb->reaped, true, __ATOMIC_RELEASE);
+		return;
+	}
 	/* The raw waitid also returns the resource usage of pid 1 and of every
 	 * process it reaped, i.e. the whole sandbox. */
 	while (syscall(SYS_waitid, P_PIDFD, sb->pidfd, &si, WEXITED | __WALL, &sb->rusage) < 0 &&
@@ -155,7 +170,8 @@ static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
 static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 {
 	_cleanup_close_ int timeout_fd = -1, grace_fd = -1, stats_fd = -1, ws_fd = -1;
-	if (sb->plan->timeout_ms) {
+	/* A long-lived sandbox's timeout is its execs'. */
+	if (sb->plan->timeout_ms && !sb->plan->keep) {
 		int r = arm_timer(&timeout_fd, sb->plan->timeout_ms, false);
 		if (r < 0 || (r = watch(ep, timeout_fd, EV_TIMEOUT)) < 0)
 			return nsbox_err(err, -r, "supervise", "arm the timeout");
@@ -168,7 +184,7 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 	/* workspace.max_size: a poll every 100 ms (the bound on any one file
 	 * is the hard RLIMIT_FSIZE; many files written faster than the poll
 	 * overshoot by what was written in between, and the run is killed). */
-	if (ws_watch_start(&sb->plan->ws) > 0) {
+	if (!sb->exec_of && ws_watch_start(&sb->plan->ws) > 0) {
 		int r = arm_timer(&ws_fd, 100, true);
 		if (r < 0 || (r = watch(ep, ws_fd, EV_WORKSPACE)) < 0)
 			return nsbox_err(err, -r, "supervise", "arm the workspace size timer");
@@ -241,6 +257,26 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 	return 0;
 }
 
+/* An exec's end: the sandbox's cgroup stays; its counters since the
+ * exec's start are the exec's. */
+static int exec_result(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
+{
+	if (!sb->have_exit)
+		sb->init_status = -SIGKILL;
+	if (sb->exec_cg) {
+		cgroup_stats(sb->exec_cg, &sb->cg_stats);
+		sb->have_cg_stats = true;
+		double u = sb->cg_stats.cpu_user_ms - sb->cpu_base_user_ms;
+		double s = sb->cg_stats.cpu_system_ms - sb->cpu_base_system_ms;
+		sb->cg_stats.cpu_user_ms = u > 0 ? u : 0;
+		sb->cg_stats.cpu_system_ms = s > 0 ? s : 0;
+		sb->cg_stats.oom_kills = sb->cg_stats.oom_kills > sb->oom_base ? sb->cg_stats.oom_kills - sb->oom_base : 0;
+		sb->cg_stats.pids_max_events = sb->cg_stats.pids_max_events > sb->pids_events_base
+			? sb->cg_stats.pids_max_events - sb->pids_events_base : 0;
+	}
+	return result_from_sandbox(sb, out, err);
+}
+
 int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 {
 	if (!sb || !out)
@@ -267,6 +303,8 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	for (int i = 0; i < 2; i++)
 		if (sb->out_fd[i] >= 0)
 			pump(sb, i, -1);
+	if (sb->exec_of)
+		return exec_result(sb, out, err);
 	if (sb->cg) {
 		cgroup_stats(sb->cg, &sb->cg_stats);
 		sb->have_cg_stats = true;

@@ -1,0 +1,184 @@
+/* pid 1 of a long-lived sandbox (NSBOX_SPAWN_KEEP): set up like any other,
+ * it runs no command of its own. It waits on the supervisor's socket for
+ * commands (exec_req) and starts each in a pid namespace of its own, whose
+ * pid 1 is an init like a run's (init.c): forked and forwarded to, reaped,
+ * reported on the exec's own socket. When that pid 1 exits the kernel kills
+ * whatever the command left, so nothing an exec started outlives it, and
+ * from inside the exec that pid 1 cannot be signalled away.
+ *
+ * Like child.c it never allocates: it is a copy of a caller that may have
+ * had other threads. The keeper keeps the setup identity's capabilities in
+ * the sandbox's user namespace (it creates pid namespaces and each exec's
+ * init drops them as a run's does); it is non-dumpable, reads only the
+ * supervisor's socket, and runs nothing else. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "syscalls.h"
+
+enum { FD_SOCK, FD_IN, FD_OUT, FD_ERR, FD_3, FD__MAX };
+
+/* The request being served: the keeper's own memory, copied into each
+ * exec's pid 1 by the fork. */
+static char req_buf[sizeof(exec_req) + EXEC_REQ_MAX + 1];
+static char *req_argv[EXEC_ARGS_MAX + 1];
+static char *req_envp[EXEC_ARGS_MAX + 1];
+static nsbox_plan exec_plan;
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			(void) close(fds[i]);
+}
+
+/* Split `n` strings off *pos (bounded by end) into vec; false if they are
+ * not there. */
+static bool take_strings(char **pos, const char *end, uint32_t n, char **vec)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		char *s = *pos;
+		char *nul = memchr(s, '\0', (size_t) (end - s));
+		if (!nul)
+			return false;
+		vec[i] = s;
+		*pos = nul + 1;
+	}
+	vec[n] = NULL;
+	return true;
+}
+
+/* Check the request and point the exec's plan at its strings. */
+static bool parse_request(const child_args *a, size_t n, int nfds)
+{
+	exec_req h;
+	if (n < sizeof(h))
+		return false;
+	memcpy(&h, req_buf, sizeof(h));
+	if (h.type != MSG_EXEC || h.len != n - sizeof(h) || h.argc == 0 || h.argc > EXEC_ARGS_MAX ||
+	    h.envc > EXEC_ARGS_MAX || (h.flags & ~(uint32_t) (EXEC_WORKDIR | EXEC_ENV | EXEC_FD3)) ||
+	    nfds != ((h.flags & EXEC_FD3) ? FD__MAX : FD_3))
+		return false;
+	char *pos = req_buf + sizeof(h);
+	const char *end = req_buf + n;
+	exec_plan = *a->plan;
+	exec_plan.keep = false;
+	exec_plan.trace = NULL;
+	exec_plan.pass_fd3 = h.flags & EXEC_FD3;
+	char *wd[2];
+	if (h.flags & EXEC_WORKDIR) {
+		if (!take_strings(&pos, end, 1, wd) || wd[0][0] != '/')
+			return false;
+		exec_plan.workdir = wd[0];
+	}
+	if (!take_strings(&pos, end, h.argc, req_argv))
+		return false;
+	exec_plan.argv = req_argv;
+	if (h.flags & EXEC_ENV) {
+		if (!take_strings(&pos, end, h.envc, req_envp))
+			return false;
+		exec_plan.envp = req_envp;
+		/* The command is looked up in the exec's own PATH. */
+		exec_plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+		for (uint32_t i = 0; i < h.envc; i++)
+			if (!strncmp(req_envp[i], "PATH=", 5))
+				exec_plan.path_env = req_envp[i] + 5;
+	}
+	return pos == end;
+}
+
+/* The exec's pid 1: its pidfd to the supervisor, the command's streams on
+ * 0-2 (and 3), nothing else open; then the same init as a run's. */
+__attribute__((noreturn)) static void exec_init(const child_args *a, int fds[FD__MAX])
+{
+	int pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+	if (pidfd < 0 || child_send_fd(fds[FD_SOCK], MSG_PIDFD, pidfd) < 0)
+		_exit(125);
+	(void) close(pidfd);
+	/* Out of the way of 0-3 first: a received fd may have any of those
+	 * numbers. */
+	int high[FD__MAX];
+	for (int i = 0; i < FD__MAX; i++) {
+		high[i] = fds[i] >= 0 ? fcntl(fds[i], F_DUPFD_CLOEXEC, 64) : -1;
+		if (fds[i] >= 0 && high[i] < 0)
+			_exit(125);
+	}
+	for (int i = 0; i < FD__MAX; i++)
+		if (fds[i] >= 0)
+			(void) close(fds[i]);
+	for (int i = FD_IN; i < FD__MAX; i++)
+		if (high[i] >= 0 && dup3(high[i], i - FD_IN, 0) < 0) {
+			child_report(high[FD_SOCK], STEP_STDIO, i - FD_IN, errno);
+			_exit(125);
+		}
+	int sock = high[FD_SOCK];
+	unsigned keep_from = exec_plan.pass_fd3 ? 4 : 3;
+	if ((unsigned) sock > keep_from)
+		(void) sys_close_range(keep_from, (unsigned) sock - 1, 0);
+	(void) sys_close_range((unsigned) sock + 1, ~0U, 0);
+	child_args ea = *a;
+	ea.plan = &exec_plan;
+	ea.sync_fd = sock;
+	init_run(&ea);
+}
+
+__attribute__((noreturn)) void keeper_run(const child_args *a)
+{
+	sigset_t all;
+	sigfillset(&all);
+	(void) sigprocmask(SIG_SETMASK, &all, NULL);
+	/* Each exec's pid 1 is reaped by the kernel once it exits: the
+	 * supervisor learns of it through its pidfd. */
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	if (sigaction(SIGCHLD, &ign, NULL) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		child_report(a->sync_fd, STEP_SIGNALS, -1, errno);
+		_exit(125);
+	}
+	msg ready = { .type = MSG_READY };
+	if (send(a->sync_fd, &ready, sizeof(ready), MSG_NOSIGNAL) != (ssize_t) sizeof(ready))
+		_exit(125);
+	for (;;) {
+		char cbuf[CMSG_SPACE(FD__MAX * sizeof(int))];
+		struct iovec iov = { req_buf, sizeof(req_buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+		                     .msg_controllen = sizeof(cbuf) };
+		ssize_t n = recvmsg(a->sync_fd, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);   /* the supervisor is gone: so is the sandbox */
+		int fds[FD__MAX] = { -1, -1, -1, -1, -1 };
+		int nfds = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && nfds == 0) {
+				nfds = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+				memcpy(fds, CMSG_DATA(c), (size_t) nfds * sizeof(int));
+			}
+		if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfds < FD_3 ||
+		    !parse_request(a, (size_t) n, nfds)) {
+			/* Not a request we sent: refuse it on its socket. */
+			if (nfds > 0)
+				child_report(fds[FD_SOCK], STEP_SYNC, -1, EPROTO);
+			close_all(fds, nfds);
+			continue;
+		}
+		struct clone_args ca = { .flags = CLONE_NEWPID, .exit_signal = SIGCHLD };
+		pid_t pid = (pid_t) sys_clone3(&ca);
+		if (pid < 0 && errno == ENOSYS)
+			pid = (pid_t) syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, NULL, NULL, 0);
+		if (pid == 0)
+			exec_init(a, fds);
+		if (pid < 0)
+			child_report(fds[FD_SOCK], STEP_FORK, -1, errno);
+		close_all(fds, nfds);
+	}
+}
