@@ -7,11 +7,14 @@ import concurrent.futures
 import json
 import os
 import threading
-from typing import (IO, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union)
+from typing import (IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union)
 
 from . import _nsbox
 from .errors import SandboxError
 from .result import Result
+
+if TYPE_CHECKING:
+    from .live import LiveSandbox
 
 __all__ = ["Sandbox", "run", "run_code", "arun", "arun_code", "LANGUAGES"]
 
@@ -227,6 +230,13 @@ class Sandbox:
         """``run_code`` for asyncio, cancellable as ``arun``."""
         argv, files, lang, extra = self._code_args(code, language)
         return await self._arun(argv, files, (lang, extra), stdin, timeout, on_stdout, on_stderr)
+
+    def start(self) -> "LiveSandbox":
+        """A long-lived sandbox from this configuration (set up now): run
+        commands in it with ``exec``, keep an interpreter with ``context``;
+        a context manager (``with sb.start() as live: ...``)."""
+        from .live import LiveSandbox
+        return LiveSandbox(self)
 
     # ---- internals -------------------------------------------------------
 

@@ -734,7 +734,7 @@ PyMODINIT_FUNC PyInit__nsbox(void)
 		Py_DECREF(&HandleType);
 		goto fail;
 	}
-	if (pool_type_add(m) < 0)
+	if (pool_type_add(m) < 0 || live_types_add(m) < 0)
 		goto fail;
 	return m;
 fail:

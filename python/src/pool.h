@@ -10,5 +10,7 @@ PyObject *raise_error(nsbox_error *e, int r);
 nsbox_config *build_config(PyObject *policy, PyObject *settings);
 /* Add _nsbox.Pool to the module; -1 with an exception set on failure. */
 int pool_type_add(PyObject *m);
+/* Add _nsbox.Live and _nsbox.Exec (live.c). */
+int live_types_add(PyObject *m);
 
 #endif

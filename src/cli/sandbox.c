@@ -36,13 +36,14 @@
 
 #include "args.h"
 #include "cli.h"
+#include "context.h"
 
 extern char **environ;
 
 #define CTL_MAGIC 0x4e534278u   /* "NSBx" */
 #define CTL_MAX (256 * 1024)
 enum { CTL_EXEC = 1, CTL_STOP = 2 };
-enum { CTL_JSON = 1, CTL_STDIN = 2, CTL_WORKDIR = 4 };
+enum { CTL_JSON = 1, CTL_STDIN = 2, CTL_WORKDIR = 4, CTL_CONTEXT = 8, CTL_RESTART = 16 };
 
 /* A request: this header, then `len` bytes of NUL-terminated strings (the
  * working directory with CTL_WORKDIR, then argc arguments). */
@@ -219,7 +220,25 @@ static int send_req(int fd, const ctl_req *h, const char *body, const int *fds, 
 	return write_all(fd, body, h->len) < 0 ? -1 : 0;
 }
 
-/* ---- the handler: one connection, in a child of the monitor -------------------- */
+/* ---- the monitor ------------------------------------------------------------- */
+
+typedef struct monitor {
+	const char *name;
+	char dir[PATH_MAX];
+	int dirfd, lock_fd, listen_fd, sig_fd, timer_fd, ready_fd;
+	int wake[2];            /* handlers -> main loop: 'w' (one ended), 's' (stop) */
+	uint64_t idle_ms, lifetime_ms;
+	struct timespec started;
+	nsbox_sandbox *sb;
+	pthread_mutex_t lock;   /* active, last */
+	pthread_cond_t quiet;
+	unsigned active;        /* connections being served */
+	struct timespec last;
+	pthread_mutex_t ctx_lock;
+	context *contexts;
+} monitor;
+
+/* ---- a handler: one connection, in a thread of the monitor ---------------------- */
 
 typedef struct watch_args {
 	int fd;
@@ -255,33 +274,56 @@ static int reply(int fd, int status, const char *json)
 	return json ? write_all(fd, json, r.len) : 0;
 }
 
-static int serve_exec(nsbox_sandbox *sb, int cfd, const ctl_req *h, char *body, const int *fds, int nfds)
+/* A failure before the command ran: the message on the client's stderr,
+ * and with --json the record of a failed run (from the library's error, or
+ * the context's). */
+static int refuse(int cfd, bool json, int err_fd, const nsbox_error *e, const char *why)
+{
+	if (err_fd >= 0)
+		(void) dprintf(err_fd, "nsbox: %s\n", e ? nsbox_error_message(e) : why);
+	char *j = NULL;
+	nsbox_result *failed = NULL;
+	if (json && e && nsbox_result_new_failed(NULL, e, &failed, NULL) == 0)
+		(void) nsbox_result_to_json(failed, &j, NULL);
+	else if (json)
+		j = context_failed_record(why);
+	int r = reply(cfd, EXIT_SETUP, j);
+	free(j);
+	nsbox_result_free(failed);
+	return r;
+}
+
+/* Split n strings off the body; false if they are not all there. */
+static bool body_strings(char *body, uint32_t len, uint32_t n, char **out)
+{
+	char *pos = body, *end = body + len;
+	for (uint32_t i = 0; i < n; i++) {
+		char *nul = memchr(pos, '\0', (size_t) (end - pos));
+		if (!nul)
+			return false;
+		out[i] = pos;
+		pos = nul + 1;
+	}
+	return pos == end;
+}
+
+static int serve_exec(monitor *m, int cfd, const ctl_req *h, char *body, const int *fds, int nfds)
 {
 	/* fds: the client's stdin (with CTL_STDIN), stdout, stderr. */
 	int want = 2 + !!(h->flags & CTL_STDIN);
-	if (nfds != want || h->argc == 0 || h->argc > 4096)
-		return reply(cfd, EXIT_SETUP, NULL);
-	char *argv[4097];
-	char *pos = body, *end = body + h->len, *workdir = NULL;
-	for (uint32_t i = 0; i < h->argc + !!(h->flags & CTL_WORKDIR); i++) {
-		char *nul = memchr(pos, '\0', (size_t) (end - pos));
-		if (!nul)
-			return reply(cfd, EXIT_SETUP, NULL);
-		if ((h->flags & CTL_WORKDIR) && i == 0)
-			workdir = pos;
-		else
-			argv[i - !!(h->flags & CTL_WORKDIR)] = pos;
-		pos = nul + 1;
-	}
-	argv[h->argc] = NULL;
 	bool json = h->flags & CTL_JSON;
-	int in = (h->flags & CTL_STDIN) ? fds[0] : -1;
+	int nwd = !!(h->flags & CTL_WORKDIR);
+	char *strs[4097 + 1];
+	if (nfds != want || h->argc == 0 || h->argc > 4096 || !body_strings(body, h->len, h->argc + (uint32_t) nwd, strs))
+		return reply(cfd, EXIT_SETUP, NULL);
+	char **argv = strs + nwd;
+	argv[h->argc] = NULL;
 	nsbox_exec_options o = {
 		.version = NSBOX_EXEC_OPTIONS_VERSION,
 		.flags = json ? NSBOX_SPAWN_CAPTURE : 0,
 		.argv = (const char *const *) argv,
-		.workdir = workdir,
-		.stdin_fd = in,
+		.workdir = nwd ? strs[0] : NULL,
+		.stdin_fd = (h->flags & CTL_STDIN) ? fds[0] : -1,
 		.stdout_fd = fds[want - 2],
 		.stderr_fd = fds[want - 1],
 		.fd3 = -1,
@@ -291,16 +333,8 @@ static int serve_exec(nsbox_sandbox *sb, int cfd, const ctl_req *h, char *body, 
 	nsbox_sandbox *ex = NULL;
 	nsbox_result *res = NULL;
 	nsbox_error *e = NULL;
-	if (nsbox_sandbox_exec(sb, &o, &ex, &e) < 0) {
-		nsbox_result *failed = NULL;
-		char *j = NULL;
-		if (json && nsbox_result_new_failed(NULL, e, &failed, NULL) == 0)
-			(void) nsbox_result_to_json(failed, &j, NULL);
-		else
-			(void) dprintf(fds[want - 1], "nsbox: %s\n", nsbox_error_message(e));
-		int r = reply(cfd, EXIT_SETUP, j);
-		free(j);
-		nsbox_result_free(failed);
+	if (nsbox_sandbox_exec(m->sb, &o, &ex, &e) < 0) {
+		int r = refuse(cfd, json, fds[want - 1], e, NULL);
 		nsbox_error_free(e);
 		return r;
 	}
@@ -328,7 +362,64 @@ static int serve_exec(nsbox_sandbox *sb, int cfd, const ctl_req *h, char *body, 
 	return r;
 }
 
-static void serve(nsbox_sandbox *sb, int cfd)
+typedef struct cell_watch {
+	int fd;
+	context *c;
+} cell_watch;
+
+static void *watch_cell_client(void *arg)
+{
+	cell_watch *w = arg;
+	for (;;) {
+		unsigned char sig;
+		ssize_t n = read(w->fd, &sig, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 1 && sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT)
+			continue;
+		context_interrupt(w->c);
+		if (n != 1)
+			return NULL;
+	}
+}
+
+/* A cell: body is NAME, LANG and (unless only --restart) the code. */
+static int serve_cell(monitor *m, int cfd, const ctl_req *h, char *body, const int *fds, int nfds)
+{
+	bool json = h->flags & CTL_JSON;
+	char *strs[3] = { NULL, NULL, NULL };
+	if (nfds != 2 || (h->argc != 2 && h->argc != 3) || !body_strings(body, h->len, h->argc, strs) ||
+	    !name_ok(strs[0]) || (strcmp(strs[1], "python") && strcmp(strs[1], "node")))
+		return reply(cfd, EXIT_SETUP, NULL);
+	char why[512] = "";
+	context *c = context_find(&m->contexts, &m->ctx_lock, strs[0], strs[1], why, sizeof(why));
+	if (!c)
+		return refuse(cfd, json, fds[1], NULL, why);
+	char *record = NULL;
+	/* The client's Ctrl-C (or its end closing) interrupts the cell. */
+	cell_watch w = { cfd, c };
+	pthread_t t;
+	bool watching = pthread_create(&t, NULL, watch_cell_client, &w) == 0;
+	int rc = context_cell(c, m->sb, strs[2], h->timeout_ms, h->flags & CTL_RESTART, json ? -1 : fds[0],
+	                      json ? -1 : fds[1], &record, why, sizeof(why));
+	if (watching) {
+		if (rc >= 0)
+			(void) reply(cfd, rc, json ? record : NULL);
+		(void) shutdown(cfd, SHUT_RDWR);
+		pthread_join(t, NULL);
+		if (rc >= 0) {
+			free(record);
+			return 0;
+		}
+	}
+	if (rc < 0)
+		return refuse(cfd, json, fds[1], NULL, why);
+	int r = reply(cfd, rc, json ? record : NULL);
+	free(record);
+	return r;
+}
+
+static void serve(monitor *m, int cfd)
 {
 	ctl_req h;
 	int fds[3] = { -1, -1, -1 }, nfds = 0;
@@ -348,11 +439,13 @@ static void serve(nsbox_sandbox *sb, int cfd)
 		body = malloc(h.len + 1);
 		if (body && read_all(cfd, body, h.len) == 0) {
 			body[h.len] = '\0';
-			if (h.op == CTL_EXEC)
-				(void) serve_exec(sb, cfd, &h, body, fds, nfds);
+			if (h.op == CTL_EXEC && (h.flags & CTL_CONTEXT))
+				(void) serve_cell(m, cfd, &h, body, fds, nfds);
+			else if (h.op == CTL_EXEC)
+				(void) serve_exec(m, cfd, &h, body, fds, nfds);
 			else if (h.op == CTL_STOP) {
-				(void) kill(getppid(), SIGTERM);
 				(void) reply(cfd, 0, NULL);
+				(void) !write(m->wake[1], "s", 1);
 			}
 		}
 	}
@@ -361,17 +454,26 @@ static void serve(nsbox_sandbox *sb, int cfd)
 		(void) close(fds[i]);
 }
 
-/* ---- the monitor ------------------------------------------------------------- */
+typedef struct conn {
+	monitor *m;
+	int fd;
+} conn;
 
-typedef struct monitor {
-	const char *name;
-	char dir[PATH_MAX];
-	int dirfd, lock_fd, listen_fd, sig_fd, timer_fd, ready_fd;
-	uint64_t idle_ms, lifetime_ms;
-	struct timespec started, last;
-	unsigned active;
-	nsbox_sandbox *sb;
-} monitor;
+static void *serve_thread(void *arg)
+{
+	conn *c = arg;
+	monitor *m = c->m;
+	serve(m, c->fd);
+	close(c->fd);
+	free(c);
+	pthread_mutex_lock(&m->lock);
+	m->active--;
+	clock_gettime(CLOCK_MONOTONIC, &m->last);
+	pthread_cond_broadcast(&m->quiet);
+	pthread_mutex_unlock(&m->lock);
+	(void) !write(m->wake[1], "w", 1);   /* the idle timer may start now */
+	return NULL;
+}
 
 static double since_ms(const struct timespec *t)
 {
@@ -385,15 +487,17 @@ static double since_ms(const struct timespec *t)
 static void arm(monitor *m)
 {
 	double next = -1;
+	pthread_mutex_lock(&m->lock);
 	if (m->idle_ms && m->active == 0)
 		next = (double) m->idle_ms - since_ms(&m->last);
+	pthread_mutex_unlock(&m->lock);
 	if (m->lifetime_ms) {
 		double l = (double) m->lifetime_ms - since_ms(&m->started);
 		if (next < 0 || l < next)
 			next = l;
 	}
 	struct itimerspec its = { 0 };
-	if (next >= 0 || m->idle_ms || m->lifetime_ms) {
+	if (next > -1) {
 		if (next < 1)
 			next = 1;
 		its.it_value.tv_sec = (time_t) (next / 1000);
@@ -402,10 +506,12 @@ static void arm(monitor *m)
 	(void) timerfd_settime(m->timer_fd, 0, &its, NULL);
 }
 
-static bool expired(const monitor *m)
+static bool expired(monitor *m)
 {
-	return (m->lifetime_ms && since_ms(&m->started) >= (double) m->lifetime_ms) ||
-	       (m->idle_ms && m->active == 0 && since_ms(&m->last) >= (double) m->idle_ms);
+	pthread_mutex_lock(&m->lock);
+	bool idle = m->idle_ms && m->active == 0 && since_ms(&m->last) >= (double) m->idle_ms;
+	pthread_mutex_unlock(&m->lock);
+	return idle || (m->lifetime_ms && since_ms(&m->started) >= (double) m->lifetime_ms);
 }
 
 static void remove_files(const monitor *m)
@@ -419,26 +525,17 @@ static void remove_files(const monitor *m)
 	(void) unlinkat(m->dirfd, f, 0);
 }
 
-static void reap_handlers(monitor *m)
-{
-	pid_t p;
-	while ((p = waitpid(-1, NULL, WNOHANG)) > 0) {
-		if (m->active)
-			m->active--;
-		clock_gettime(CLOCK_MONOTONIC, &m->last);
-	}
-}
-
 static int monitor_loop(monitor *m)
 {
 	int pidfd = nsbox_sandbox_pidfd(m->sb);
 	for (;;) {
 		arm(m);
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ .fd = m->listen_fd, .events = POLLIN }, { .fd = m->sig_fd, .events = POLLIN },
 			{ .fd = m->timer_fd, .events = POLLIN }, { .fd = pidfd, .events = POLLIN },
+			{ .fd = m->wake[0], .events = POLLIN },
 		};
-		if (poll(p, 4, -1) < 0) {
+		if (poll(p, 5, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -1;
@@ -447,11 +544,14 @@ static int monitor_loop(monitor *m)
 			return 0;   /* the sandbox ended (killed from outside) */
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
-			bool stop = false;
 			while (read(m->sig_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
-				stop |= si.ssi_signo != SIGCHLD;
-			reap_handlers(m);
-			if (stop)
+				;
+			return 0;
+		}
+		if (p[4].revents) {
+			char b[64];
+			ssize_t n = read(m->wake[0], b, sizeof(b));
+			if (n > 0 && memchr(b, 's', (size_t) n))
 				return 0;
 		}
 		if (p[2].revents) {
@@ -468,26 +568,29 @@ static int monitor_loop(monitor *m)
 			socklen_t cl = sizeof(cr);
 			/* The directory is private already; the socket still
 			 * serves no one but its owner. */
-			if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid()) {
+			conn *c = malloc(sizeof(*c));
+			if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid() || !c) {
+				free(c);
 				close(cfd);
 				continue;
 			}
-			pid_t h = fork();
-			if (h == 0) {
-				close(m->listen_fd);
-				close(m->sig_fd);
-				close(m->timer_fd);
-				sigset_t none;
-				sigemptyset(&none);
-				(void) sigprocmask(SIG_SETMASK, &none, NULL);
-				(void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-				serve(m->sb, cfd);
-				_exit(0);
-			}
-			if (h > 0)
-				m->active++;
-			close(cfd);
+			*c = (conn){ m, cfd };
+			pthread_mutex_lock(&m->lock);
+			m->active++;
 			clock_gettime(CLOCK_MONOTONIC, &m->last);
+			pthread_mutex_unlock(&m->lock);
+			pthread_attr_t at;
+			pthread_t t;
+			pthread_attr_init(&at);
+			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+			if (pthread_create(&t, &at, serve_thread, c) != 0) {
+				close(cfd);
+				free(c);
+				pthread_mutex_lock(&m->lock);
+				m->active--;
+				pthread_mutex_unlock(&m->lock);
+			}
+			pthread_attr_destroy(&at);
 		}
 	}
 }
@@ -592,12 +695,17 @@ static int monitor_main(monitor *m, const run_args *a, nsbox_config *cfg)
 	clock_gettime(CLOCK_MONOTONIC, &m->started);
 	m->last = m->started;
 	(void) monitor_loop(m);
-	/* Stop: the keeper and everything in the sandbox, then the handlers
-	 * (their execs ended with it), then our files. */
+	/* Stop: no new connection; the keeper and with it everything in the
+	 * sandbox; the handlers then return (their execs ended); the contexts;
+	 * the sandbox's cgroup. The files go with us (start_cleaner). */
 	close(m->listen_fd);
+	(void) nsbox_sandbox_kill(m->sb, SIGKILL);
+	pthread_mutex_lock(&m->lock);
+	while (m->active)
+		pthread_cond_wait(&m->quiet, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+	contexts_free(&m->contexts);
 	nsbox_sandbox_free(m->sb);
-	while (m->active && waitpid(-1, NULL, WNOHANG) > 0)
-		m->active--;
 	return 0;
 fail:
 	(void) !write(m->ready_fd, msg, strlen(msg));
@@ -634,7 +742,8 @@ int cmd_start(int argc, char **argv)
 		run_args_free(&a);
 		return 0;
 	}
-	monitor m = { .dirfd = -1, .lock_fd = -1, .listen_fd = -1, .sig_fd = -1, .timer_fd = -1, .ready_fd = -1 };
+	monitor m = { .dirfd = -1, .lock_fd = -1, .listen_fd = -1, .sig_fd = -1, .timer_fd = -1, .ready_fd = -1,
+	              .wake = { -1, -1 } };
 	char gen[16];
 	int rc = EXIT_SETUP;
 	nsbox_config *cfg = NULL;
@@ -712,9 +821,15 @@ int cmd_start(int argc, char **argv)
 			(void) dup2(null, 2);
 			close(null);
 		}
+		pthread_mutex_init(&m.lock, NULL);
+		pthread_cond_init(&m.quiet, NULL);
+		pthread_mutex_init(&m.ctx_lock, NULL);
+		/* A client gone before its output was written is no reason to die. */
+		(void) signal(SIGPIPE, SIG_IGN);
+		if (pipe2(m.wake, O_CLOEXEC | O_NONBLOCK) < 0)
+			_exit(EXIT_SETUP);
 		sigset_t set;
 		sigemptyset(&set);
-		sigaddset(&set, SIGCHLD);
 		sigaddset(&set, SIGTERM);
 		sigaddset(&set, SIGINT);
 		sigaddset(&set, SIGHUP);
@@ -747,6 +862,10 @@ out:
 	return rc;
 }
 
+static int round_trip(const char *name, ctl_req *h, char *body, bool with_stdin);
+static int exec_cell(const char *name, const char *ctx_name, const char *lang, const char *code, const char *file,
+                     int nargs, bool restart, bool json, uint64_t tmo, bool bad_opts);
+
 static const char exec_usage[] =
 	"Usage: nsbox exec NAME [--json] [--timeout D] [-i] [-w DIR] [--] COMMAND [ARG...]\n"
 	"Run COMMAND in the running sandbox NAME (nsbox start) and exit with its status.\n"
@@ -754,17 +873,70 @@ static const char exec_usage[] =
 	"      --json              capture the output and print the result record as JSON\n"
 	"      --timeout DURATION  kill the command (and all it started) after DURATION\n"
 	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
-	"  -w, --workdir DIR       working directory inside (default: the sandbox's)\n";
+	"  -w, --workdir DIR       working directory inside (default: the sandbox's)\n"
+	"\n"
+	"   or: nsbox exec NAME --context C [--lang python|node] [--restart] (-c CODE | FILE | -)\n"
+	"Run a cell of code in the sandbox's persistent interpreter C (made at its first\n"
+	"use): variables persist from one cell to the next; a timeout interrupts the cell\n"
+	"and keeps the interpreter; --restart starts a fresh one (alone: only that).\n"
+	"\n"
+	"      --context C         the context's name\n"
+	"      --lang L            python (default) or node\n"
+	"  -c CODE                 the cell's code (else from FILE, or stdin with -)\n"
+	"      --restart           a fresh interpreter before the cell\n";
+
+/* The cell's code: -c, a file, or stdin ("-"); malloc'ed. */
+static char *read_code(const char *inline_code, const char *file)
+{
+	if (inline_code)
+		return strdup(inline_code);
+	int fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : 0;
+	if (fd < 0) {
+		print_msg("exec: open '%s': %s", file, strerror(errno));
+		return NULL;
+	}
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+	while (buf && (n = read(fd, buf + len, cap - len - 1)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || len + (size_t) n > CTL_MAX - 256) {
+			print_msg("exec: read the code: %s", n < 0 ? strerror(errno) : "longer than 256 KiB");
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		len += (size_t) n;
+		if (len + 1 == cap) {
+			char *nb = realloc(buf, cap *= 2);
+			if (!nb)
+				free(buf);
+			buf = nb;
+		}
+	}
+	if (fd > 0)
+		close(fd);
+	if (buf)
+		buf[len] = '\0';
+	if (buf && strlen(buf) != len) {
+		print_msg("exec: the code holds a NUL byte");
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
 
 int cmd_exec(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' }, { "timeout", required_argument, NULL, 't' },
 		{ "interactive", no_argument, NULL, 'i' }, { "workdir", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "context", required_argument, NULL, 'C' }, { "lang", required_argument, NULL, 'L' },
+		{ "restart", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
-	bool json = false, interactive = false;
-	const char *workdir = NULL, *timeout = NULL;
+	bool json = false, interactive = false, restart = false;
+	const char *workdir = NULL, *timeout = NULL, *ctx_name = NULL, *lang = NULL, *code = NULL;
 	/* NAME first, then the options (getopt starts at argv[1] of what it
 	 * is given, which is NAME's slot). */
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -781,8 +953,12 @@ int cmd_exec(int argc, char **argv)
 	int c;
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+:iw:h", opts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "+:iw:c:h", opts, NULL)) != -1)
 		switch (c) {
+		case 'C': ctx_name = optarg; break;
+		case 'L': lang = optarg; break;
+		case 'R': restart = true; break;
+		case 'c': code = optarg; break;
 		case 'j': json = true; break;
 		case 't': timeout = optarg; break;
 		case 'i': interactive = true; break;
@@ -791,13 +967,16 @@ int cmd_exec(int argc, char **argv)
 		case ':': print_msg("exec: option '%s' needs a value", argv[optind - 1]); return EXIT_SETUP;
 		default: print_msg("exec: unknown option '%s' (see nsbox exec --help)", argv[optind - 1]); return EXIT_SETUP;
 		}
+	uint64_t tmo = 0;
+	if (check_name(name) < 0 || parse_ms("--timeout", timeout, &tmo) < 0)
+		return EXIT_SETUP;
+	if (ctx_name || lang || code || restart)
+		return exec_cell(name, ctx_name, lang ? lang : "python", code, optind < argc ? argv[optind] : NULL,
+		                 argc - optind, restart, json, tmo, interactive || workdir);
 	if (optind >= argc) {
 		print_msg("exec: no command given");
 		return EXIT_SETUP;
 	}
-	uint64_t tmo = 0;
-	if (check_name(name) < 0 || parse_ms("--timeout", timeout, &tmo) < 0)
-		return EXIT_SETUP;
 	if (workdir && workdir[0] != '/') {
 		print_msg("exec: --workdir must be an absolute path inside the sandbox");
 		return EXIT_SETUP;
@@ -819,13 +998,20 @@ int cmd_exec(int argc, char **argv)
 		pos = stpcpy(pos, workdir) + 1;
 	for (int i = optind; i < argc; i++)
 		pos = stpcpy(pos, argv[i]) + 1;
+	return round_trip(name, &h, body, interactive);
+}
+
+/* Send the request with our stdout and stderr (and stdin), pass our
+ * signals on, print the record, return the exit status. Frees body. */
+static int round_trip(const char *name, ctl_req *h, char *body, bool with_stdin)
+{
 	int fd = connect_to(name);
 	if (fd < 0) {
 		free(body);
 		return EXIT_SETUP;
 	}
 	int fds[3] = { 0, 1, 2 };
-	int sent = interactive ? send_req(fd, &h, body, fds, 3) : send_req(fd, &h, body, fds + 1, 2);
+	int sent = with_stdin ? send_req(fd, h, body, fds, 3) : send_req(fd, h, body, fds + 1, 2);
 	free(body);
 	if (sent < 0) {
 		print_msg("exec: send the command to '%s': %s", name, strerror(errno));
@@ -878,6 +1064,50 @@ int cmd_exec(int argc, char **argv)
 		close(sfd);
 	(void) sigprocmask(SIG_SETMASK, &old, NULL);
 	return rc;
+}
+
+/* nsbox exec NAME --context C ...: one cell. */
+static int exec_cell(const char *name, const char *ctx_name, const char *lang, const char *code, const char *file,
+                     int nargs, bool restart, bool json, uint64_t tmo, bool bad_opts)
+{
+	if (!ctx_name) {
+		print_msg("exec: --lang, -c and --restart go with --context NAME");
+		return EXIT_SETUP;
+	}
+	if (!name_ok(ctx_name)) {
+		print_msg("exec: invalid context name '%s' (letters, digits, '-', '_', '.')", ctx_name);
+		return EXIT_SETUP;
+	}
+	if (strcmp(lang, "python") && strcmp(lang, "node")) {
+		print_msg("exec: --lang: '%s' has no context (python, node)", lang);
+		return EXIT_SETUP;
+	}
+	if (bad_opts || nargs > 1 || (code && nargs) || (!code && !nargs && !restart)) {
+		print_msg("exec: a context takes -c CODE, a FILE or - (stdin); not -i or -w");
+		return EXIT_SETUP;
+	}
+	char *text = (code || nargs) ? read_code(code, file) : NULL;
+	if ((code || nargs) && !text)
+		return EXIT_SETUP;
+	size_t len = strlen(ctx_name) + strlen(lang) + 2 + (text ? strlen(text) + 1 : 0);
+	if (len > CTL_MAX) {
+		print_msg("exec: the code is longer than %d bytes", CTL_MAX);
+		free(text);
+		return EXIT_SETUP;
+	}
+	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .timeout_ms = tmo, .argc = text ? 3 : 2, .len = (uint32_t) len,
+	              .flags = CTL_CONTEXT | (json ? CTL_JSON : 0) | (restart ? CTL_RESTART : 0) };
+	char *body = malloc(len + 1), *pos = body;
+	if (!body) {
+		free(text);
+		return EXIT_SETUP;
+	}
+	pos = stpcpy(pos, ctx_name) + 1;
+	pos = stpcpy(pos, lang) + 1;
+	if (text)
+		(void) stpcpy(pos, text);
+	free(text);
+	return round_trip(name, &h, body, false);
 }
 
 /* Is NAME's monitor alive? Its lock says. */
