@@ -1,0 +1,106 @@
+"""Sandbox.start(): a long-lived sandbox whose execs give run's records,
+whose files persist, whose execs leave nothing behind; code contexts that
+keep their state, survive a timed-out cell, restart; nothing left after
+close."""
+import concurrent.futures
+import os
+import threading
+import time
+
+import pytest
+
+import nsbox
+from conftest import cgroups_of, marker_processes
+
+
+def test_exec_matches_run(rootfs):
+    sb = nsbox.Sandbox(rootfs=rootfs, memory="64m")
+    cold = sb.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    with sb.start() as live:
+        r = live.exec(["sh", "-c", "echo out; echo err >&2; exit 3"])
+        for k in ("status", "exit_code", "stdout", "stderr", "limits", "isolation"):
+            assert r.record[k] == cold.record[k], k
+        assert r.record["sandbox"] == live.id and len(live.id) == 32
+        assert r.id != cold.id
+
+
+def test_state_persists_and_execs_are_isolated(rootfs):
+    with nsbox.Sandbox(rootfs=rootfs).start() as live:
+        live.exec("echo 42 >/tmp/state")
+        assert live.exec(["cat", "/tmp/state"]).stdout == "42\n"
+        assert live.exec("pwd", workdir="/tmp").stdout == "/tmp\n"
+        assert live.exec(["cat"], stdin=b"fed").stdout == "fed"
+        # What an exec starts dies with it.
+        mark = "6%d7" % os.getpid()
+        live.exec("sleep %s >/dev/null 2>&1 & echo started" % mark)
+        assert marker_processes(mark) == []
+        assert live.exec("ps | grep -c '[s]leep %s'" % mark).stdout.strip() == "0"
+
+
+def test_timeout_and_concurrency(rootfs):
+    with nsbox.Sandbox(rootfs=rootfs, pids=64).start() as live:
+        r = live.exec(["sleep", "30"], timeout=0.5)
+        assert r.status == "timed_out" and r.exit_status == 124
+        # Several threads at once: each gets its own command's output.
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            outs = list(ex.map(lambda i: live.exec(["echo", str(i)]).stdout, range(32)))
+        assert outs == ["%d\n" % i for i in range(32)]
+
+
+def test_close_leaves_nothing(rootfs):
+    live = nsbox.Sandbox(rootfs=rootfs).start()
+    mark = "5%d3" % os.getpid()
+    t = threading.Thread(target=lambda: live.exec(["sleep", mark]))
+    t.start()
+    deadline = time.monotonic() + 30
+    while not marker_processes(mark) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    procs = marker_processes(mark)
+    assert procs, "the exec started"
+    groups = sorted({d for p in procs for d in cgroups_of(p) if "/nsbox-" in d})
+    assert groups, "the exec runs in the sandbox's cgroup"
+    live.close()
+    t.join(30)
+    assert not t.is_alive(), "a running exec returns when the sandbox is closed"
+    assert marker_processes(mark) == []
+    assert [g for g in groups if os.path.isdir(g)] == [], "the sandbox's cgroup is gone"
+    with pytest.raises(ValueError):
+        live.exec(["true"])
+
+
+def test_python_context(default_image):
+    with nsbox.Sandbox(image=default_image).start() as live:
+        ctx = live.context("python")
+        assert ctx.run("x = 21").ok
+        assert ctx.run("print(x * 2)").stdout == "42\n"
+        assert ctx.run("x * 3").stdout == "63\n"          # the last expression is shown
+        r = ctx.run("1/0")
+        assert r.exit_code == 1 and "ZeroDivisionError" in r.stderr and r.error.kind == "runtime_error"
+        r = ctx.run("while True: pass", timeout=1)
+        assert r.status == "timed_out" and r.timed_out and r.error.kind == "timeout"
+        r = ctx.run("print(x)")
+        assert r.stdout == "21\n" and not r.record["context"]["restarted"], "the state survives a timeout"
+        # A cell that will not be interrupted costs the interpreter.
+        r = ctx.run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", timeout=0.5)
+        assert r.status == "timed_out" and "restarted" in r.error.message
+        r = ctx.run("print(x)")
+        assert r.record["context"]["restarted"] and "NameError" in r.stderr
+        ctx.run("y = 1")
+        ctx.restart()
+        assert "NameError" in ctx.run("y").stderr
+
+
+def test_node_context(default_image):
+    with nsbox.Sandbox(image=default_image).start() as live:
+        ctx = live.context("node")
+        assert ctx.run("let x = 21").ok
+        assert ctx.run("console.log(x * 2)").stdout == "42\n"
+        assert ctx.run("x * 3").stdout.strip() == "63"
+        assert not ctx.run("throw new Error('boom')").ok
+        assert ctx.run("console.log(x)").stdout == "21\n"
+
+
+def test_context_language_refused(default_image):
+    with nsbox.Sandbox(image=default_image).start() as live:
+        with pytest.raises(ValueError):
+            live.context("cobol")
