@@ -45,7 +45,7 @@ setup(
     version="0.1.0",
     description="Run untrusted code in nsbox sandboxes from Python (bindings over libnsbox)",
     packages=["nsbox", "nsbox.integrations"],
-    package_data={"nsbox": ["py.typed", "_nsbox.pyi", "warm/*"]},
+    package_data={"nsbox": ["py.typed", "_nsbox.pyi", "warm/*", "contexts/*"]},
     python_requires=">=3.9",
     ext_modules=[Extension(
         "nsbox._nsbox",
