@@ -127,7 +127,7 @@ def _nsbox_agent():
             flush()
             return
         n = unpack(">I", head)[0]
-        if n > limit + 1:
+        if n > limit:
             die("frame of %d bytes (over %d)" % (n, limit))
         try:
             req = loads(recv(n, False).decode("utf-8"))
