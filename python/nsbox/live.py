@@ -298,9 +298,13 @@ class Context:
             self._sock.sendall(struct.pack(">I", len(payload)) + payload)
             reply = self._recv(timeout, outs)
             if reply is None and timeout is not None and self._alive():
+                # Interrupt, again every 100 ms until the reply: an interrupt
+                # that lands as the cell returns can be lost (Node).
                 timed_out = True
-                self._exec.kill(signal.SIGINT)
-                reply = self._recv(INTERRUPT_GRACE_S, outs)
+                end = time.monotonic() + INTERRUPT_GRACE_S
+                while reply is None and time.monotonic() < end:
+                    self._exec.kill(signal.SIGINT)
+                    reply = self._recv(min(0.1, max(0.0, end - time.monotonic())), outs)
         except OSError:
             reply = None
         duration = (time.monotonic() - t0) * 1000

@@ -175,9 +175,10 @@ static int send_frame(int fd, json_t *obj)
 /* The agent's next frame, pumping its output meanwhile, until deadline
  * (ms on the monotonic clock; 0: none). NULL at the deadline, at EOF, or
  * on a frame that breaks the protocol (*broken then). */
-static json_t *recv_frame(context *c, double deadline, sink *out, sink *err, bool *broken)
+static json_t *recv_frame(context *c, double deadline, sink *out, sink *err, bool *broken, bool nag)
 {
 	unsigned char hdr[4];
+	double nagged = 0;
 	size_t got = 0, need = 4;
 	char *body = NULL;
 	*broken = false;
@@ -190,6 +191,16 @@ static json_t *recv_frame(context *c, double deadline, sink *out, sink *err, boo
 				return NULL;
 			}
 			wait = (int) left + 1;
+		}
+		/* Interrupting: SIGINT again every 100 ms until the reply (an
+		 * interrupt that lands as the cell returns can be lost). */
+		if (nag) {
+			if (now_ms() - nagged >= 100) {
+				(void) nsbox_sandbox_kill(c->ex, SIGINT);
+				nagged = now_ms();
+			}
+			if (wait < 0 || wait > 100)
+				wait = 100;
 		}
 		struct pollfd p[3] = { { .fd = c->sock, .events = POLLIN }, { .fd = c->out[0], .events = POLLIN },
 		                       { .fd = c->out[1], .events = POLLIN } };
@@ -284,7 +295,7 @@ static int start_interp(context *c, nsbox_sandbox *sb, char *why, size_t whylen)
 		(void) fcntl(c->out[i], F_SETFL, O_NONBLOCK);
 	sink discard_out = { .fd = -1 }, discard_err = { .fd = -1 };
 	bool broken;
-	json_t *hello = recv_frame(c, now_ms() + READY_MS, &discard_out, &discard_err, &broken);
+	json_t *hello = recv_frame(c, now_ms() + READY_MS, &discard_out, &discard_err, &broken, false);
 	bool ok = hello && json_is_true(json_object_get(hello, "ready"));
 	json_decref(hello);
 	if (!ok) {
@@ -428,13 +439,12 @@ int context_cell(context *c, nsbox_sandbox *sb, const char *code, uint64_t timeo
 	bool broken = sent < 0, timed_out = false;
 	json_t *reply = NULL;
 	if (!broken) {
-		reply = recv_frame(c, timeout_ms ? t0 + (double) timeout_ms : 0, &out, &err, &broken);
+		reply = recv_frame(c, timeout_ms ? t0 + (double) timeout_ms : 0, &out, &err, &broken, false);
 		if (!reply && !broken) {
 			/* The timeout: interrupt the cell (KeyboardInterrupt), keep the
 			 * interpreter if it stops within the grace period. */
 			timed_out = true;
-			(void) nsbox_sandbox_kill(c->ex, SIGINT);
-			reply = recv_frame(c, now_ms() + GRACE_MS, &out, &err, &broken);
+			reply = recv_frame(c, now_ms() + GRACE_MS, &out, &err, &broken, true);
 		}
 	}
 	__atomic_store_n(&c->running, false, __ATOMIC_RELEASE);
