@@ -39,16 +39,23 @@ def main():
     with sb.start() as live:
         for _ in range(10):
             live.exec(["/bin/true"])
+        assert live.exec(["/bin/true"]).ok
         show("SDK exec /bin/true", timed(lambda: live.exec(["/bin/true"]), runs))
         for lang, cell in (("python", "x += 1"), ("node", "x += 1")):
             ctx = live.context(lang)
             ctx.run("x = 0")
             for _ in range(10):
                 ctx.run(cell)
-            show("SDK %s context cell 'x += 1'" % lang, timed(lambda: ctx.run(cell), runs))
+
+            def one():
+                r = ctx.run(cell)
+                assert r.ok, r.record
+            show("SDK %s context cell 'x += 1'" % lang, timed(one, runs))
+            r = ctx.run("print(x)")
+            assert r.stdout.strip() == str(runs + 10), r.record
             ctx.close()
     show("cold Sandbox.run /bin/true", timed(lambda: sb.run(["/bin/true"]), max(20, runs // 5)))
-    show("host python3 -c pass", timed(lambda: subprocess.run(["python3", "-c", "pass"]), max(20, runs // 5)))
+    show("host python3 -c pass", timed(lambda: subprocess.run(["/usr/bin/python3", "-c", "pass"]), max(20, runs // 5)))
 
 
 if __name__ == "__main__":

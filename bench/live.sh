@@ -43,11 +43,11 @@ for who in $users; do
 	"${as[@]}" "$T/bin/nsbox" start --name "$name" --image default >/dev/null 2>&1
 	if command -v hyperfine >/dev/null; then
 		"${as[@]}" hyperfine -N -w 20 -r "$runs" --export-json "$out/h.json" \
-			"$T/bin/nsbox exec $name -- /bin/true" >/dev/null 2>&1 &&
+			"$T/bin/nsbox exec $name -- /bin/true" >"$out/h.log" 2>&1 &&
 			$PY -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]["times"]; r.sort()
 print("%-34s p50 %7.2f ms  p95 %7.2f ms  (n=%d)" % ("CLI nsbox exec /bin/true", r[len(r)//2]*1e3, r[int(len(r)*.95)]*1e3, len(r)))' "$out/h.json"
 		"${as[@]}" hyperfine -N -w 20 -r "$runs" --export-json "$out/h.json" \
-			"$T/bin/nsbox exec $name --context b -c pass" >/dev/null 2>&1 &&
+			"$T/bin/nsbox exec $name --context b -c pass" >"$out/h.log" 2>&1 &&
 			$PY -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]["times"]; r.sort()
 print("%-34s p50 %7.2f ms  p95 %7.2f ms  (n=%d)" % ("CLI nsbox exec --context cell", r[len(r)//2]*1e3, r[int(len(r)*.95)]*1e3, len(r)))' "$out/h.json"
 	fi
