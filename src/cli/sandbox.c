@@ -890,6 +890,8 @@ static char *read_code(const char *inline_code, const char *file)
 {
 	if (inline_code)
 		return strdup(inline_code);
+	if (!file)
+		return NULL;
 	int fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : 0;
 	if (fd < 0) {
 		print_msg("exec: open '%s': %s", file, strerror(errno));
