@@ -4,6 +4,9 @@ keep their state, survive a timed-out cell, restart; nothing left after
 close."""
 import concurrent.futures
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -107,3 +110,34 @@ def test_context_language_refused(default_image):
     with nsbox.Sandbox(image=default_image).start() as live:
         with pytest.raises(ValueError):
             live.context("cobol")
+
+
+OWNER = r'''
+import sys, threading, time, nsbox
+live = nsbox.Sandbox(rootfs=sys.argv[1]).start()
+threading.Thread(target=live.exec, args=(["sleep", sys.argv[2]],), daemon=True).start()
+print("ready", flush=True)
+time.sleep(600)
+'''
+
+
+def test_owner_sigkill_leaves_nothing(rootfs):
+    from test_pool import alive, descendants
+    mark = "4%d9" % os.getpid()
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, rootfs, mark], stdout=subprocess.PIPE)
+    try:
+        assert owner.stdout.readline() == b"ready\n"
+        deadline = time.monotonic() + 30
+        while not marker_processes(mark) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker_processes(mark), "the exec runs"
+        procs = descendants(owner.pid)
+        groups = sorted({d for p, _ in procs for d in cgroups_of(p) if "/nsbox-" in d})
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    deadline = time.monotonic() + 30   # the janitor removes the cgroup
+    while [p for p in procs if alive(p)] or [d for d in groups if os.path.exists(d)] or marker_processes(mark):
+        assert time.monotonic() < deadline, "left behind: %r %r" % (
+            [p for p in procs if alive(p)], [d for d in groups if os.path.exists(d)])
+        time.sleep(0.05)
