@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coverage.h"
 #include "proto.h"
 #include "syscalls.h"
 
@@ -126,6 +127,7 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 		}
 		if (w == pid) {
 			trace_mark(a->plan->trace, TR_C_REAPED);
+			coverage_sandbox_dump();
 			msg m = { .type = MSG_EXIT, .status = status };
 			(void) send(a->sync_fd, &m, sizeof(m), MSG_NOSIGNAL);
 			_exit(0);
