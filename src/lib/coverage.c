@@ -57,8 +57,14 @@ static bool parse_map(const char *m)
 	for (int used; m && *m; m += used) {
 		if (cov.nmaps == COV_MAPS)
 			return false;
-		unsigned *e = &cov.map[cov.nmaps].ns;
-		if (sscanf(m, "%u %u %u\n%n", &e[0], &e[1], &e[2], &used) != 3)
+		unsigned ns, host, count;
+		used = 0;
+		if (sscanf(m, "%u %u %u\n%n", &ns, &host, &count, &used) != 3)
+			return false;
+		cov.map[cov.nmaps].ns = ns;
+		cov.map[cov.nmaps].host = host;
+		cov.map[cov.nmaps].count = count;
+		if (used <= 0)
 			return false;
 		cov.nmaps++;
 	}
