@@ -73,7 +73,8 @@ static bool parse_map(const char *m)
 
 void coverage_sandbox_prepare(const struct nsbox_plan *p)
 {
-	__atomic_store_n(&cov.on, false, __ATOMIC_RELAXED);
+	/* cov.on is false here: set only between this and _end, in a
+	 * single-threaded process; a threaded one only reads cov. */
 	const char *dir = getenv("NSBOX_COVERAGE_PREFIX");
 	if (!dir || dir[0] != '/' || threads() != 1 || !parse_map(p->uid_map))
 		return;
@@ -104,8 +105,9 @@ void coverage_sandbox_prepare(const struct nsbox_plan *p)
 
 void coverage_sandbox_end(void)
 {
-	if (cov.dirfd >= 0)
-		close(cov.dirfd);
+	if (cov.dirfd < 0)
+		return;
+	close(cov.dirfd);
 	cov.dirfd = -1;
 	cov.on = false;
 }
