@@ -61,6 +61,7 @@ void child_arm_parent_death(const child_args *a)
 
 __attribute__((noreturn)) static void fail(const child_args *a, enum step step, int index, int err)
 {
+	coverage_sandbox_dump();   /* first: the report may get us killed */
 	child_report(a->sync_fd, step, index, err < 0 ? -err : err);
 	_exit(125);
 }
@@ -159,6 +160,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	const nsbox_plan *p = a->plan;
 	int idx, r;
 
+	coverage_sandbox_start();
 	trace_mark(p->trace, TR_C_START);
 	/* Into the run's cgroups before anything else (cgroup v1). */
 	for (int i = 0; i < CG_N; i++)
@@ -230,8 +232,8 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 	/* Nothing opened before pivot_root may reach the payload: close every
 	 * fd but the standard streams and the supervisor's socket. */
 	if (a->sync_fd > 3)
-		(void) sys_close_range(3, (unsigned) a->sync_fd - 1, 0);
-	(void) sys_close_range((unsigned) a->sync_fd + 1, ~0U, 0);
+		(void) coverage_close_range(3, (unsigned) a->sync_fd - 1, 0);
+	(void) coverage_close_range((unsigned) a->sync_fd + 1, ~0U, 0);
 	trace_mark(p->trace, TR_C_INIT);
 	if (p->keep)
 		keeper_run(a);

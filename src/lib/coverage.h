@@ -1,8 +1,9 @@
 /* `make coverage` (--enable-coverage): gcov writes its counts when a process
  * exits normally. Host-side helpers that end with _exit (the janitor, the
  * network keeper) dump them first, so that their code is counted too. The
- * sandbox's own processes cannot: they end by exec or after pivot_root,
- * where the build tree is out of sight. */
+ * sandbox's pid 1 ends with _exit after pivot_root, where the build tree is
+ * out of sight: coverage.c gives it a directory fd opened before the clone
+ * (docs/coverage.md). Normal builds compile none of this. */
 #ifndef NSBOX_COVERAGE_H
 #define NSBOX_COVERAGE_H
 
@@ -22,8 +23,24 @@ static inline int coverage_execve(const char *path, char *const argv[], char *co
 }
 #define execve coverage_execve
 #define execv(p, a) coverage_execve((p), (a), environ)
+
+/* The sandbox's processes (coverage.c). Supervisor: prepare before the
+ * clone, end after it. pid 1: start first thing, dump before _exit (a
+ * no-op elsewhere, e.g. in the payload, whose counts are pid 1's: it shares
+ * pid 1's memory until its exec), close_range sparing the directory fd. */
+struct nsbox_plan;
+void coverage_sandbox_prepare(const struct nsbox_plan *p);
+void coverage_sandbox_end(void);
+void coverage_sandbox_start(void);
+void coverage_sandbox_dump(void);
+int coverage_close_range(unsigned first, unsigned last, unsigned flags);
 #else
 static inline void coverage_dump(void) {}
+#define coverage_sandbox_prepare(p) ((void) 0)
+#define coverage_sandbox_end() ((void) 0)
+#define coverage_sandbox_start() ((void) 0)
+#define coverage_sandbox_dump() ((void) 0)
+#define coverage_close_range sys_close_range
 #endif
 
 #endif

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coverage.h"
 #include "proto.h"
 #include "syscalls.h"
 
@@ -127,6 +128,7 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 		}
 		if (w == pid) {
 			trace_mark(a->plan->trace, TR_C_REAPED);
+			coverage_sandbox_dump();
 			msg m = { .type = MSG_EXIT, .status = status };
 			struct rusage ru;
 			if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "coverage.h"
 #include "error.h"
 #include "idmap.h"
 #include "janitor.h"
@@ -191,6 +192,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		args.unshare_cgroupns = true;
 	}
 	bool in_cgroup = false;
+	coverage_sandbox_prepare(sb->plan);
 	pid_t pid = clone_sandbox(flags, sb->cg && sb->cg->driver == CG_V2 ? sb->cg->dirfd : -1,
 	                          &sb->pidfd, &in_cgroup);
 	if (pid == 0) {
@@ -198,6 +200,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		child_main(&args);
 	}
 	trace_mark(sb->trace, TR_CLONE);
+	coverage_sandbox_end();
 	close_fds(args.cg_tasks_fd, CG_N);
 	if (pid < 0) {
 		int e = errno;
