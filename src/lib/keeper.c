@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "coverage.h"
 #include "proto.h"
 #include "syscalls.h"
 
@@ -122,9 +123,10 @@ __attribute__((noreturn)) static void exec_init(const child_args *a, int fds[FD_
 		}
 	int sock = high[FD_SOCK];
 	unsigned keep_from = exec_plan.pass_fd3 ? 4 : 3;
+	/* (coverage builds keep their counts' directory open: coverage.h) */
 	if ((unsigned) sock > keep_from)
-		(void) sys_close_range(keep_from, (unsigned) sock - 1, 0);
-	(void) sys_close_range((unsigned) sock + 1, ~0U, 0);
+		(void) coverage_close_range(keep_from, (unsigned) sock - 1, 0);
+	(void) coverage_close_range((unsigned) sock + 1, ~0U, 0);
 	child_args ea = *a;
 	ea.plan = &exec_plan;
 	ea.sync_fd = sock;
