@@ -23,11 +23,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "janitor.h"
+#include "workspace.h"
 #include "error.h"
 #include "plan.h"
 #include "proxy.h"
@@ -219,8 +222,9 @@ START_TEST(test_cgroup_v1_lifecycle)
 	ck_assert_str_eq(v, "50000");
 
 	/* A process put in it is counted there, in every hierarchy. */
-	int go[2];
+	int go[2], done[2];
 	ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(done, O_CLOEXEC), 0);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -232,6 +236,7 @@ START_TEST(test_cgroup_v1_lifecycle)
 				memset(m, 1, 4 << 20);
 			for (volatile unsigned long i = 0; i < 20000000ul; i++)
 				;
+			(void) !write(done[1], "y", 1);
 		}
 		pause();
 		_exit(0);
@@ -239,6 +244,10 @@ START_TEST(test_cgroup_v1_lifecycle)
 	close(go[0]);
 	ck_assert_int_eq(cgroup_attach(cg, pid, &e), 0);
 	ck_assert_int_eq(write(go[1], "x", 1), 1);
+	char c;
+	close(done[1]);
+	ck_assert_int_eq(read(done[0], &c, 1), 1);   /* it has used memory and CPU */
+	close(done[0]);
 	char procs[64], want[32];
 	snprintf(want, sizeof(want), "%d", (int) pid);
 	for (int i = 0; i < CG_N; i++)
@@ -670,6 +679,165 @@ START_TEST(test_install_listener)
 }
 END_TEST
 
+
+/* ---- limits.c -------------------------------------------------------- */
+
+START_TEST(test_limits_apply)
+{
+	nsbox_plan *p = calloc(1, sizeof(*p));
+	ck_assert_ptr_nonnull(p);
+	cpu_set_t allowed, got;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+	/* A CPU number past the set: counted from the first. */
+	ck_assert_int_eq(limits_pick_cpus(&allowed, -1, 1, &p->cpu_mask), 1);
+	ck_assert_int_eq(limits_pick_cpus(&allowed, CPU_SETSIZE + 5, 1, &got), 1);
+	ck_assert(CPU_EQUAL(&got, &p->cpu_mask));
+	p->pin_cpus = true;
+	p->rlimits[0].resource = RLIMIT_NOFILE;
+	p->rlimits[0].value = 64;
+	p->rlimits[1].resource = RLIMIT_FSIZE;
+	p->rlimits[1].value = 1 << 20;
+	p->n_rlimits = 2;
+	enum step failed = STEP__MAX;
+	ck_assert_int_eq(limits_apply(p, &failed), 0);
+	struct rlimit rl;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	ck_assert_uint_eq(rl.rlim_cur, 64);
+	ck_assert_uint_eq(rl.rlim_max, 64);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	ck_assert_uint_eq(rl.rlim_max, 1 << 20);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(got), &got), 0);
+	ck_assert(CPU_EQUAL(&got, &p->cpu_mask));
+	ck_assert_int_eq(CPU_COUNT(&got), 1);
+	/* A limit above the hard one (lowered just now): the kernel says no,
+	 * and the step is named. */
+	p->rlimits[0].value = 65;
+	ck_assert_int_eq(limits_apply(p, &failed), -EPERM);
+	ck_assert_int_eq(failed, STEP_RLIMITS);
+	/* Only CPUs that are not there. */
+	p->n_rlimits = 0;
+	CPU_ZERO(&p->cpu_mask);
+	CPU_SET(CPU_SETSIZE - 1, &p->cpu_mask);
+	failed = STEP__MAX;
+	ck_assert_int_eq(limits_apply(p, &failed), -EINVAL);
+	ck_assert_int_eq(failed, STEP_AFFINITY);
+	free(p);
+}
+END_TEST
+
+/* A workspace overlay's max_size bounds each file when it is below
+ * --max-file-size (or there is none). */
+START_TEST(test_limits_plan_fsize)
+{
+	nsbox_config cfg = { .memory = 1 << 30, .cpus = 64, .pids = 100, .fsize = 1 << 30,
+	                     .workspace = (char *) "/tmp", .workspace_mode = WS_OVERLAY,
+	                     .workspace_max_size = 1 << 20, .fallback = FALLBACK_RLIMIT };
+	nsbox_plan *p = calloc(1, sizeof(*p));
+	ck_assert_ptr_nonnull(p);
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(limits_plan(p, &cfg, &e), 0);
+	bool found = false;
+	for (size_t i = 0; i < p->n_rlimits; i++)
+		if (p->rlimits[i].resource == RLIMIT_FSIZE) {
+			ck_assert_uint_eq(p->rlimits[i].value, 1 << 20);
+			found = true;
+		}
+	ck_assert(found);
+	cgroup_host_free(&p->cg_host);
+	free(p->warning);
+	free(p);
+}
+END_TEST
+
+/* ---- ws_nosuid.c ----------------------------------------------------- */
+
+START_TEST(test_ws_nosuid_install)
+{
+	ws_plan w = { 0 };
+	ck_assert_int_eq(ws_nosuid_install(&w), 0);   /* no rw workspace: nothing */
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(ws_nosuid_filter(&w, &e), 0);
+	ck_assert_uint_gt(w.nosuid_len, 0);
+	char f[128], d[128];
+	snprintf(f, sizeof(f), "%s/file", tmp);
+	snprintf(d, sizeof(d), "%s/dir", tmp);
+	int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(ws_nosuid_install(&w), 0);
+	/* Set-id bits, by every call that sets a mode: EPERM. */
+	errno = 0;
+	ck_assert_int_eq(chmod(f, 04755), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(fchmod(fd, 02755), -1);
+	ck_assert_int_eq(fchmodat(AT_FDCWD, f, 06755, 0), -1);
+	ck_assert_int_eq(mkdir(d, 02755), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(open(d, O_WRONLY | O_CREAT | O_CLOEXEC, 04755), -1);
+	ck_assert_int_eq(errno, EPERM);
+	/* openat2 hides its mode from the filter: refused as missing. */
+	ck_assert_int_eq(syscall(SYS_openat2, AT_FDCWD, f, NULL, 0), -1);
+	ck_assert_int_eq(errno, ENOSYS);
+	ck_assert_int_eq(syscall(SYS_io_uring_setup, 1, NULL), -1);
+	ck_assert_int_eq(errno, EPERM);
+	/* Plain modes pass; the file kept its mode. */
+	ck_assert_int_eq(chmod(f, 0755), 0);
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(f, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	close(fd);
+	free(w.nosuid);
+}
+END_TEST
+
+/* ---- janitor.c ------------------------------------------------------- */
+
+/* Woken by the last write end closing, the janitor removes the run's
+ * directories in each hierarchy (once for hierarchies mounted together,
+ * none for a missing cpuacct). */
+START_TEST(test_janitor_removes)
+{
+	char d[CG_N][128], run[CG_N][160];
+	const char *sub[CG_N] = { "memory", "pids", "cpu", "cpuacct" };
+	cg_host h = { .driver = CG_V1 };
+	for (int i = 0; i < CG_N; i++) {
+		snprintf(d[i], sizeof(d[i]), "%s/%s", tmp, sub[i]);
+		ck_assert_int_eq(mkdir(d[i], 0755), 0);
+		snprintf(run[i], sizeof(run[i]), "%s/run", d[i]);
+		ck_assert_int_eq(mkdir(run[i], 0755), 0);
+		h.parent[i] = d[i];
+	}
+	h.parent[CG_PIDS] = d[CG_MEMORY];
+	h.parent[CG_CPUACCT] = NULL;
+	janitor j;
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(janitor_start(&h, "run", &j, &e), 0);
+	ck_assert_int_gt(j.pid, 0);
+	ck_assert_int_eq(access(run[CG_MEMORY], F_OK), 0);   /* asleep until woken */
+	janitor_finish(&j);
+	ck_assert_int_eq(j.pidfd, -1);
+	ck_assert_int_eq(access(run[CG_MEMORY], F_OK), -1);
+	ck_assert_int_eq(access(run[CG_CPU], F_OK), -1);
+	ck_assert_int_eq(access(run[CG_PIDS], F_OK), 0);      /* not its hierarchy */
+	ck_assert_int_eq(access(run[CG_CPUACCT], F_OK), 0);   /* cpuacct not used */
+	/* cgroup v2: it kills what is left (cgroup.kill) before removing. */
+	char v2[128];
+	snprintf(v2, sizeof(v2), "%s/v2", tmp);
+	ck_assert_int_eq(mkdir(v2, 0755), 0);
+	char r2[160];
+	snprintf(r2, sizeof(r2), "%s/v2/r", tmp);
+	ck_assert_int_eq(mkdir(r2, 0755), 0);
+	put_file("v2/r/cgroup.kill", "");
+	cg_host h2 = { .driver = CG_V2, .parent = { v2 } };
+	ck_assert_int_eq(janitor_start(&h2, "r", &j, &e), 0);
+	janitor_finish(&j);
+	char k[64];
+	read_file(r2, "cgroup.kill", k, sizeof(k));
+	ck_assert_str_eq(k, "1");
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("hostlib");
@@ -688,6 +856,10 @@ int main(void)
 	tcase_add_test(tt, test_cgroup_v2_counters);
 	tcase_add_test(tt, test_cgroup_destroy_reports);
 	tcase_add_test(tt, test_cache_dir_of_a_user);
+	tcase_add_test(tt, test_ws_nosuid_install);
+	tcase_add_test(tt, test_janitor_removes);
+	tcase_add_test(tc, test_limits_apply);
+	tcase_add_test(tc, test_limits_plan_fsize);
 	Suite *s = suite_create("hostlib");
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tt);
