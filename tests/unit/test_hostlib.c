@@ -30,6 +30,7 @@
 
 #include "cgroup.h"
 #include "janitor.h"
+#include "nsbox.h"
 #include "workspace.h"
 #include "error.h"
 #include "plan.h"
@@ -167,6 +168,11 @@ START_TEST(test_route_classes)
 	ck_assert_ptr_null(route4("10.77.0.9"));
 	ck_assert_ptr_null(route4("192.0.2.7"));
 	ck_assert_ptr_null(route6("::ffff:192.0.2.7"));
+	/* IPv6: loopback is ours; nothing routes 2001:db8::/32 here. */
+	if (access("/proc/sys/net/ipv6", F_OK) == 0) {
+		ck_assert_str_eq(route6("::1"), "this host's own");
+		ck_assert_ptr_null(route6("2001:db8::1"));
+	}
 	/* A blackhole: the kernel refuses it itself. */
 	const char *bh = route4("10.78.1.1");
 	ck_assert_msg(bh == NULL || !strcmp(bh, "of unknown reach (the route lookup failed)"), "%s", bh);
@@ -361,6 +367,13 @@ START_TEST(test_cgroup_v1_not_a_hierarchy)
 	snprintf(d[CG_PIDS], sizeof(d[CG_PIDS]), "%s/gone", tmp);
 	ck_assert_int_eq(cgroup_create(&h, "run", &l, &cg, &e), -ENOENT);
 	snprintf(want, sizeof(want), "create cgroup '%s/gone/run'", tmp);
+	ck_assert_msg(strstr(nsbox_error_message(e), want), "%s", nsbox_error_message(e));
+	nsbox_error_free(e);
+	e = NULL;
+	/* A cgroup removed under us: attaching says where it failed. */
+	cgroup gone = { .driver = CG_V1, .path = { d[CG_MEMORY] }, .dirfd = -1 };
+	ck_assert_int_eq(cgroup_attach(&gone, getpid(), &e), -ENOENT);
+	snprintf(want, sizeof(want), "open '%s/cgroup.procs'", d[CG_MEMORY]);
 	ck_assert_msg(strstr(nsbox_error_message(e), want), "%s", nsbox_error_message(e));
 	nsbox_error_free(e);
 	e = NULL;
@@ -838,6 +851,39 @@ START_TEST(test_janitor_removes)
 }
 END_TEST
 
+/* ---- check.c: the public API's edges ------------------------------------ */
+
+START_TEST(test_check_api)
+{
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(nsbox_check_run(NULL, &e), -EINVAL);
+	ck_assert_str_eq(nsbox_error_message(e), "check the host: no output pointer: Invalid argument");
+	nsbox_error_free(e);
+	e = NULL;
+	ck_assert_uint_eq(nsbox_check_count(NULL), 0);
+	ck_assert(!nsbox_check_default_run_works(NULL));
+	char *out = NULL;
+	ck_assert_int_eq(nsbox_check_to_json(NULL, &out, &e), -EINVAL);
+	nsbox_error_free(e);
+	e = NULL;
+	nsbox_check *c = NULL;
+	ck_assert_int_eq(nsbox_check_run(&c, &e), 0);
+	size_t n = nsbox_check_count(c);
+	ck_assert_uint_eq(n, 9);
+	const char *name = NULL;
+	ck_assert_int_eq(nsbox_check_item(c, n, &name, NULL, NULL, NULL), -EINVAL);
+	ck_assert_ptr_null(name);
+	ck_assert_int_eq(nsbox_check_item(NULL, 0, &name, NULL, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(nsbox_check_item(c, 0, NULL, NULL, NULL, NULL), 0);   /* all optional */
+	ck_assert_int_eq(nsbox_check_item(c, 0, &name, NULL, NULL, NULL), 0);
+	ck_assert_str_eq(name, "user namespaces");
+	ck_assert_int_eq(nsbox_check_to_json(c, NULL, &e), -EINVAL);
+	nsbox_error_free(e);
+	nsbox_check_free(c);
+	nsbox_check_free(NULL);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("hostlib");
@@ -859,6 +905,7 @@ int main(void)
 	tcase_add_test(tt, test_ws_nosuid_install);
 	tcase_add_test(tt, test_janitor_removes);
 	tcase_add_test(tc, test_limits_apply);
+	tcase_add_test(tc, test_check_api);
 	tcase_add_test(tc, test_limits_plan_fsize);
 	Suite *s = suite_create("hostlib");
 	suite_add_tcase(s, tc);
