@@ -316,7 +316,13 @@ static int wait_ready(const netuser_plan *np, netuser *h, int ready_fd, nsbox_er
 	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127 && !words[0])
 		return nsbox_err_hint(err, ENOEXEC, "network", "reinstall the package", "set up --network user: run '%s'",
 		                      np->path);
-	return nsbox_err_hint(err, helper_errno(words), "network",
+	/* The error ends with the errno's text: not twice when the helper's
+	 * line already does ("...: Permission denied: Permission denied"). */
+	int e = helper_errno(words);
+	size_t wl = strlen(words), el = strlen(strerror(e));
+	if (e != EPROTO && wl >= el + 2 && !strcmp(words + wl - el, strerror(e)) && words[wl - el - 2] == ':')
+		words[wl - el - 2] = '\0';
+	return nsbox_err_hint(err, e, "network",
 	                      np->kind == HELPER_PASTA ? "try NSBOX_NETWORK_HELPER=slirp4netns, or --network none"
 	                                               : "try NSBOX_NETWORK_HELPER=pasta, or --network none",
 	                      "set up --network user: %s %s%s%s", name, status, words[0] ? ": " : "", words);

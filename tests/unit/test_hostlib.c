@@ -359,7 +359,7 @@ START_TEST(test_cgroup_v1_not_a_hierarchy)
 	nsbox_error_free(e);
 	e = NULL;
 	for (int i = 0; i < CG_N; i++) {
-		char p[256];
+		char p[1024];
 		snprintf(p, sizeof(p), "%s/run", d[i]);
 		ck_assert_int_eq(access(p, F_OK), -1);
 	}
