@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "idmap.h"
 #include "janitor.h"
 #include "nsbox.h"
 #include "workspace.h"
@@ -884,6 +885,121 @@ START_TEST(test_check_api)
 }
 END_TEST
 
+/* ---- idmap.c: writing the maps ----------------------------------------- */
+
+/* A child in a new user namespace, waiting for `go` to close. */
+static pid_t userns_child(int *go_w)
+{
+	int go[2], ready[2];
+	ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		close(ready[0]);
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(1);
+		(void) !write(ready[1], "r", 1);
+		(void) !read(go[0], &c, 1);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	char c;
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	*go_w = go[1];
+	return pid;
+}
+
+static void end_child(pid_t pid, int go_w)
+{
+	close(go_w);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+}
+
+START_TEST(test_idmap_write)
+{
+	if (!need_root("writing another process's id maps"))
+		return;
+	int go;
+	pid_t pid = userns_child(&go);
+	nsbox_plan *p = calloc(1, sizeof(*p));
+	ck_assert_ptr_nonnull(p);
+	p->uid_map = (char *) "0 1073741824 65536\n";
+	p->gid_map = (char *) "0 1073741824 65536\n";
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(idmap_write(p, pid, &e), 0);
+	char path[64], v[128];
+	snprintf(path, sizeof(path), "/proc/%d", (int) pid);
+	read_file(path, "uid_map", v, sizeof(v));
+	ck_assert_ptr_nonnull(strstr(v, "1073741824"));
+	/* A map is written once: the second time the kernel refuses, and
+	 * the error names the file and the map, with a hint. */
+	char want[128];
+	ck_assert_int_eq(idmap_write(p, pid, &e), -EPERM);
+	snprintf(want, sizeof(want), "write '/proc/%d/uid_map' with '0 1073741824 65536'", (int) pid);
+	ck_assert_msg(strstr(nsbox_error_message(e), want), "%s", nsbox_error_message(e));
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "Operation not permitted"));
+	nsbox_error_free(e);
+	e = NULL;
+	/* Rootless: setgroups is denied first; after gid_map it cannot be. */
+	p->rootless = true;
+	ck_assert_int_eq(idmap_write(p, pid, &e), -EPERM);
+	snprintf(want, sizeof(want), "write '/proc/%d/setgroups' with 'deny'", (int) pid);
+	ck_assert_msg(strstr(nsbox_error_message(e), want), "%s", nsbox_error_message(e));
+	nsbox_error_free(e);
+	e = NULL;
+	p->rootless = false;
+	/* newuidmap refusing (a range not granted, a map already set): its
+	 * failure, named, with both helpers reaped. */
+	if (access("/usr/bin/newuidmap", X_OK) == 0 && access("/usr/bin/newgidmap", X_OK) == 0) {
+		char pu[24] = "", pg[24] = "";
+		char *ua[] = { (char *) "/usr/bin/newuidmap", pu, (char *) "0", (char *) "1073741824", (char *) "1", NULL };
+		char *ga[] = { (char *) "/usr/bin/newgidmap", pg, (char *) "0", (char *) "1073741824", (char *) "1", NULL };
+		p->use_newidmap = true;
+		p->newuidmap_argv = ua;
+		p->newgidmap_argv = ga;
+		ck_assert_int_eq(idmap_write(p, pid, &e), -EPERM);
+		snprintf(want, sizeof(want), "run '/usr/bin/newuidmap' for pid %d: it failed", (int) pid);
+		ck_assert_msg(strstr(nsbox_error_message(e), want), "%s", nsbox_error_message(e));
+		nsbox_error_free(e);
+		e = NULL;
+		p->use_newidmap = false;
+	}
+	end_child(pid, go);
+	/* The process is gone. */
+	ck_assert_int_eq(idmap_write(p, pid, &e), -ENOENT);
+	snprintf(want, sizeof(want), "open '/proc/%d/uid_map'", (int) pid);
+	ck_assert_msg(strstr(nsbox_error_message(e), want), "%s", nsbox_error_message(e));
+	nsbox_error_free(e);
+	free(p);
+}
+END_TEST
+
+/* /etc/subuid that cannot be read (here: a directory) is an error naming
+ * it, not "no entries"; a malformed count is no entry. */
+START_TEST(test_subid_unreadable)
+{
+	root_ids ri;
+	nsbox_error *e = NULL;
+	char f[128];
+	snprintf(f, sizeof(f), "%s/subgid", tmp);
+	put_file("subgid", "nsbox:1073807360:65536\nalice:100000:6553x\nbob:200000:65536\n");
+	ck_assert_int_lt(idmap_root_ids(tmp, f, &ri, &e), 0);
+	char want[128];
+	snprintf(want, sizeof(want), "read '%s'", tmp);
+	ck_assert_msg(strstr(nsbox_error_message(e), want), "%s", nsbox_error_message(e));
+	nsbox_error_free(e);
+	subid_range r;
+	ck_assert_int_eq(subid_lookup(f, "alice", (unsigned long) -1, &r), 0);
+	ck_assert_int_eq(subid_lookup(f, "bob", (unsigned long) -1, &r), 1);
+	ck_assert_uint_eq(subid_free_start(tmp, f, "nsbox", 65536, 65536), 0);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("hostlib");
@@ -904,8 +1020,10 @@ int main(void)
 	tcase_add_test(tt, test_cache_dir_of_a_user);
 	tcase_add_test(tt, test_ws_nosuid_install);
 	tcase_add_test(tt, test_janitor_removes);
+	tcase_add_test(tt, test_subid_unreadable);
 	tcase_add_test(tc, test_limits_apply);
 	tcase_add_test(tc, test_check_api);
+	tcase_add_test(tc, test_idmap_write);
 	tcase_add_test(tc, test_limits_plan_fsize);
 	Suite *s = suite_create("hostlib");
 	suite_add_tcase(s, tc);
