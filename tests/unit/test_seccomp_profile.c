@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "seccomp.h"
 #include "seccomp_profile.h"
+#include <sys/syscall.h>
 #include "unit.h"
 
 static const struct { const char *text, *error; } bad[] = {
@@ -204,6 +206,47 @@ START_TEST(test_load_text)
 }
 END_TEST
 
+/* --seccomp-log answers for layer 0 itself: only unconditional errno
+ * denials have an answer of their own (a kill rule or one with argument
+ * conditions falls to the default errno), names this libseccomp does not
+ * know are skipped; "unconfined" is no filter at all. */
+START_TEST(test_answers)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/log.yaml", tmp);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("default: { action: errno, errno: EPERM }\n"
+	      "allow:\n  - { syscalls: [read, write, exit_group, chroot, mount, socket] }\n"
+	      "deny:\n"
+	      "  - { syscalls: [mount], action: kill }\n"
+	      "  - { syscalls: [socket], action: errno, errno: EACCES, args: [ { index: 0, op: eq, value: 40 } ] }\n"
+	      "  - { syscalls: [nosuchcall, chroot], action: errno, errno: EROFS }\n", f);
+	fclose(f);
+	setenv("NSBOX_SECCOMP_NO_CACHE", "1", 1);
+	sc_bpf b;
+	char *label = NULL;
+	bool cached = true;
+	sc_answers a = { 0 };
+	nsbox_error *e = NULL;
+	ck_assert_msg(sc_prepare(path, true, &b, &label, &cached, &a, &e) == 0, "%s", nsbox_error_message(e));
+	ck_assert_str_eq(label, path);
+	ck_assert(b.notify);
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert_int_eq(sc_answer_for(&a, SYS_chroot), EROFS);
+	ck_assert_int_eq(sc_answer_for(&a, SYS_mount), EPERM);
+	ck_assert_int_eq(sc_answer_for(&a, SYS_socket), EPERM);
+	free(a.v);
+	free(label);
+	sc_bpf_free(&b);
+	ck_assert_int_eq(sc_prepare("unconfined", false, &b, &label, &cached, &a, &e), 0);
+	ck_assert_str_eq(label, "unconfined");
+	ck_assert_int_eq(b.n, 0);
+	ck_assert(!cached);
+	free(label);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("seccomp_profile");
@@ -212,6 +255,7 @@ int main(void)
 	TCase *tf = tcase_create("seccomp_profile_files");
 	tcase_add_checked_fixture(tf, setup, teardown);
 	tcase_add_test(tf, test_load_text);
+	tcase_add_test(tf, test_answers);
 	Suite *s = suite_create("seccomp_profile");
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tf);
