@@ -21,6 +21,7 @@
 #include "buf.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "coverage.h"
 #include "error.h"
 #include "netuser.h"
 #include "idmap.h"
@@ -72,11 +73,16 @@ static int try_child(uint64_t flags, int (*fn)(void *), void *arg)
 {
 	int pidfd = -1;
 	struct clone_args ca = { .flags = flags | CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
+	bool dump = coverage_clone_may_dump();
 	pid_t pid = (pid_t) sys_clone3(&ca);
 	if (pid < 0)
 		return errno;
-	if (pid == 0)
-		_exit(fn ? fn(arg) : 0);
+	if (pid == 0) {
+		int r = fn ? fn(arg) : 0;
+		if (dump)
+			coverage_dump();   /* a host-side probe: its lines count too */
+		_exit(r);
+	}
 	siginfo_t si = { 0 };
 	while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
 		;

@@ -7,9 +7,29 @@
 #ifndef NSBOX_COVERAGE_H
 #define NSBOX_COVERAGE_H
 
+#include <stdbool.h>
+
 #ifdef NSBOX_COVERAGE
+#include <fcntl.h>
+#include <string.h>
 void __gcov_dump(void);
 static inline void coverage_dump(void) { __gcov_dump(); }
+/* Whether a child cloned now may dump its counts: only when this process
+ * has one thread. Otherwise another thread may hold a lock at the clone
+ * (malloc's arena, which gcov's dump takes) that the child then waits on
+ * for ever: the SDK's pool hung on its janitors so. Asked before the clone. */
+static inline bool coverage_clone_may_dump(void)
+{
+	char b[2048];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, b, sizeof(b) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	b[n] = '\0';
+	return strstr(b, "\nThreads:\t1\n") != NULL;
+}
 /* gcc wraps exec* in coverage builds to dump the counts first: under a lock
  * that another thread of an embedding program may hold across our raw
  * clone (a child hung on it in the SDK's tests), and into files a sandboxed
@@ -41,6 +61,7 @@ static inline void coverage_dump(void) {}
 #define coverage_sandbox_start() ((void) 0)
 #define coverage_sandbox_dump() ((void) 0)
 #define coverage_close_range sys_close_range
+static inline bool coverage_clone_may_dump(void) { return false; }
 #endif
 
 #endif

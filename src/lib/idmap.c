@@ -42,7 +42,8 @@ static bool parse_entry(char *line, subid_entry *e)
 }
 
 /* Call fn on each entry of `file` until it returns non-zero; a missing file
- * has no entries. Returns fn's value, 0, or -errno. */
+ * has no entries (one that cannot be read is an error). Returns fn's value,
+ * 0, or -errno. */
 static int each_entry(const char *file, int (*fn)(const subid_entry *, void *), void *arg)
 {
 	FILE *f = fopen(file, "re");
@@ -51,9 +52,14 @@ static int each_entry(const char *file, int (*fn)(const subid_entry *, void *), 
 	char line[512];
 	int r = 0;
 	subid_entry e;
+	errno = 0;
 	while (r == 0 && fgets(line, sizeof(line), f))
 		if (parse_entry(line, &e))
 			r = fn(&e, arg);
+	/* A read error is not the end of the file: the entries after it
+	 * could be the overlap that must refuse the run. */
+	if (r == 0 && ferror(f))
+		r = errno ? -errno : -EIO;
 	fclose(f);
 	return r;
 }

@@ -33,6 +33,7 @@ typedef struct janitor_plan {
 	char kill_file[PATH_MAX + 16];   /* v2 cgroup.kill, or "" */
 	int n;
 	bool idle;                       /* wait in the idle scheduling class */
+	bool dump;                       /* coverage builds: dump the counts at the end */
 } janitor_plan;
 
 void background_init(const char *name)
@@ -78,7 +79,8 @@ __attribute__((noreturn)) static void janitor_main(const janitor_plan *jp, int w
 			struct timespec ts = { 0, 5000000 };
 			nanosleep(&ts, NULL);
 		}
-	coverage_dump();
+	if (jp->dump)
+		coverage_dump();
 	_exit(0);
 }
 
@@ -103,6 +105,7 @@ int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **
 	jp->idle = geteuid() == 0;
 	if (h->driver == CG_V2)
 		snprintf(jp->kill_file, sizeof(jp->kill_file), "%s/cgroup.kill", jp->dirs[0]);
+	jp->dump = coverage_clone_may_dump();
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return nsbox_err(err, errno, "cgroup", "create the janitor's pipe");

@@ -200,7 +200,7 @@ __attribute__((noreturn)) static void helper_exec(const char *path, const char *
  * but the keeper. Until then an early-dead helper stays a zombie, so its
  * pid cannot be reused before we have a pidfd for it. */
 __attribute__((noreturn)) static void keeper_main(const char *path, const char *const *argv, int src[FD__N],
-                                                  int life, int report)
+                                                  int life, int report, bool dump)
 {
 	background_init("nsbox-netkeeper");
 	/* Out of the way of the standard streams we replace below (an
@@ -242,7 +242,8 @@ __attribute__((noreturn)) static void keeper_main(const char *path, const char *
 		;
 	word = status;
 	(void) !write(report, &word, sizeof(word));
-	coverage_dump();
+	if (dump)
+		coverage_dump();
 	_exit(0);
 }
 
@@ -316,7 +317,13 @@ static int wait_ready(const netuser_plan *np, netuser *h, int ready_fd, nsbox_er
 	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127 && !words[0])
 		return nsbox_err_hint(err, ENOEXEC, "network", "reinstall the package", "set up --network user: run '%s'",
 		                      np->path);
-	return nsbox_err_hint(err, helper_errno(words), "network",
+	/* The error ends with the errno's text: not twice when the helper's
+	 * line already does ("...: Permission denied: Permission denied"). */
+	int e = helper_errno(words);
+	size_t wl = strlen(words), el = strlen(strerror(e));
+	if (e != EPROTO && wl >= el + 2 && !strcmp(words + wl - el, strerror(e)) && words[wl - el - 2] == ':')
+		words[wl - el - 2] = '\0';
+	return nsbox_err_hint(err, e, "network",
 	                      np->kind == HELPER_PASTA ? "try NSBOX_NETWORK_HELPER=slirp4netns, or --network none"
 	                                               : "try NSBOX_NETWORK_HELPER=pasta, or --network none",
 	                      "set up --network user: %s %s%s%s", name, status, words[0] ? ": " : "", words);
@@ -328,13 +335,14 @@ static pid_t start_keeper(const char *path, const char *const *argv, int src[FD_
                           int report_r)
 {
 	int pidfd = -1;
+	bool dump = coverage_clone_may_dump();
 	struct clone_args ca = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
 	pid_t mid = (pid_t) sys_clone3(&ca);
 	if (mid == 0) {
 		struct clone_args kc = { .exit_signal = SIGCHLD };
 		pid_t k = (pid_t) sys_clone3(&kc);
 		if (k == 0)
-			keeper_main(path, argv, src, life, report_w);
+			keeper_main(path, argv, src, life, report_w, dump);
 		_exit(k < 0 ? 1 : 0);
 	}
 	if (mid < 0)
