@@ -89,7 +89,9 @@ START_TEST(test_code_names)
 	snprintf(p, sizeof(p), "%s/code-main.py", run);
 	ck_assert_int_ne(access(p, F_OK), 0);
 	free(run);
+	/* Another run (its own id: a run directory is named by time and id). */
 	r.exit_code = 2;
+	r.id[0] = 'f';
 	ck_assert_int_eq(nsbox_artifacts_store(at("oe"), &r, "on_error", 0, &run, NULL), 0);
 	snprintf(p, sizeof(p), "%s/code-main.py", run);
 	ck_assert_int_eq(access(p, F_OK), 0);
