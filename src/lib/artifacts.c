@@ -203,6 +203,9 @@ int artifacts_store(const char *dir, const nsbox_result *r, const char *store_co
 	if (sub >= 0)
 		close(sub);
 	if (ret < 0) {
+		/* A half-written run directory (a full file system) would pass
+		 * for a run's record, and count against the kept ones: gone. */
+		remove_run(dfd, name);
 		close(dfd);
 		return nsbox_err(err, -ret, "artifacts", "write artifacts in '%s/%s'", dir, name);
 	}

@@ -208,12 +208,15 @@ static int import_dir(importer *im, int src_fd, const char *source, nsbox_error 
 		mode_t type = archive_entry_filetype(e);
 		if (strip_entry(e, &im->stripped))
 			continue;   /* a device node: see layer_extract */
-		if (++im->entries > im->max_entries ||
-		    (uint64_t) archive_entry_size(e) > im->max_bytes - im->bytes) {
+		/* Content bytes, as for a tar layer: a directory's st_size (4096
+		 * and up, by its entries) is not content, and counted it made a
+		 * small limit refuse the first directory, named as too big. */
+		uint64_t size = type == AE_IFREG ? (uint64_t) archive_entry_size(e) : 0;
+		if (++im->entries > im->max_entries || size > im->max_bytes - im->bytes) {
 			r = import_err(im, err, EFBIG, rel, "refused: the image would exceed the size limits");
 			break;
 		}
-		im->bytes += (uint64_t) archive_entry_size(e);
+		im->bytes += size;
 		char full[PATH_MAX * 2];
 		import_path_fmt(full, sizeof(full), "%s/%s", im->root, rel);
 		archive_entry_set_pathname(e, full);
