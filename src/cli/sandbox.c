@@ -836,7 +836,9 @@ int cmd_start(int argc, char **argv)
 		(void) sigprocmask(SIG_BLOCK, &set, NULL);
 		m.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 		m.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		_exit(monitor_main(&m, &a, cfg));
+		/* exit, not _exit: nothing of the caller is buffered (flushed before
+		 * the fork), and coverage builds write their counts at exit. */
+		exit(monitor_main(&m, &a, cfg));
 	}
 	close(pfd[1]);
 	char msg[1024];
