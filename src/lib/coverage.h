@@ -12,6 +12,8 @@
 #ifdef NSBOX_COVERAGE
 #include <fcntl.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 void __gcov_dump(void);
 static inline void coverage_dump(void) { __gcov_dump(); }
 /* Whether a child cloned now may dump its counts: only when this process
