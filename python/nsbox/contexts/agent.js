@@ -99,7 +99,13 @@
         if (Atomics.load(st, 0) === 0) Atomics.wait(st, 0, 0, 100);
         Atomics.add(st, 3, 1);
         Atomics.store(st, 2, 1);
-        try { return fn(); } finally {
+        try {
+          // A SIGINT sent before the cell's frame can still be on its way
+          // (signal, watchdog thread) and would end the cell: a 5 ms run
+          // takes it first.
+          try { vm.runInThisContext('Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5)', { breakOnSigint: true }); } catch (_) { /* stale */ }
+          return fn();
+        } finally {
           Atomics.store(st, 2, 0);
           Atomics.notify(st, 2);
         }
