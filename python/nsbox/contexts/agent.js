@@ -91,6 +91,10 @@
       globalThis.nsboxGuardState = st;
       nsboxGuard(${DEPTH});`, { eval: true, workerData: st, stdout: true, stderr: true });
     w.unref();
+    // The outer run reaches its closure through the global object (`this`
+    // at a script's top level), briefly, under a name no cell uses.
+    const INNER = 'nsboxCell' + require('crypto').randomBytes(8).toString('hex');
+    const outer = new vm.Script('this.' + INNER + '()');
     const g = {
       onsigint: null,
       gen: () => Atomics.load(st, 3),
@@ -99,13 +103,22 @@
         if (Atomics.load(st, 0) === 0) Atomics.wait(st, 0, 0, 100);
         Atomics.add(st, 3, 1);
         Atomics.store(st, 2, 1);
-        try {
+        // One run of the main thread's spans the whole start of the cell, so
+        // that no SIGINT reaches the guard meanwhile (the guard would wait
+        // for the cell's end to run again: a gap): a SIGINT in it between
+        // the runs below interrupts the cell.
+        Object.defineProperty(globalThis, INNER, { configurable: true, value: () => {
+          delete globalThis[INNER];
           // A SIGINT sent before the cell's frame can still be on its way
           // (signal, watchdog thread) and would end the cell: a 5 ms run
           // takes it first.
           try { vm.runInThisContext('Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5)', { breakOnSigint: true }); } catch (_) { /* stale */ }
           return fn();
+        } });
+        try {
+          return outer.runInThisContext({ breakOnSigint: true, displayErrors: false });
         } finally {
+          delete globalThis[INNER];
           Atomics.store(st, 2, 0);
           Atomics.notify(st, 2);
         }
