@@ -7,6 +7,7 @@ cell's output is written, so after a reply the output is read without waiting
 (non-blocking) and must be complete."""
 import json
 import os
+import random
 import select
 import shlex
 import shutil
@@ -15,6 +16,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -251,6 +253,55 @@ def test_sigint_between_cells_is_ignored(agent, lang):
         agent.proc.send_signal(signal.SIGINT)
     assert agent.run(lang["use"])[:3] == ({"id": 1, "status": "ok", "exit_code": 0, "error": None}, "42\n", "")
     assert agent.proc.poll() is None
+
+
+def test_sigint_storm_never_kills(agent, lang):
+    """SIGINTs every 1-10 ms, at any moment of a cell's life and between
+    cells: each cell ends (ok, or interrupted), the agent never dies (node's
+    breakOnSigint used to leave SIGINT fatal as each run started and ended)."""
+    agent.run(lang["set"])
+    stop = threading.Event()
+
+    def storm():
+        while not stop.is_set():
+            agent.proc.send_signal(signal.SIGINT)
+            time.sleep(random.uniform(0.001, 0.01))
+
+    cells = [lang["last"], lang["spin"], lang["use"], lang["sleep"], lang["stmt"]]
+    if lang["name"] == "node":  # an awaited promise that resolves, and one in the run's own microtasks
+        cells += ["Promise.resolve(7)", "new Promise((r) => setTimeout(r, 1))"]
+    t = threading.Thread(target=storm)
+    t.start()
+    try:
+        for i in range(300):
+            agent.output()
+            agent.send({"id": i, "code": cells[i % len(cells)]})
+            r = agent.reply()  # EOF (raised) if the agent died
+            assert r["id"] == i and r["status"] in ("ok", "interrupted"), r
+    finally:
+        stop.set()
+        t.join()
+    assert agent.run(lang["use"])[:3] == ({"id": 1, "status": "ok", "exit_code": 0, "error": None}, "42\n", "")
+    assert agent.proc.poll() is None
+
+
+def test_node_cell_sigint_listener_keeps_the_agent_safe():
+    """A cell's process.on('SIGINT') gets the SIGINTs that come between
+    cells, and neither makes SIGINT fatal nor stops the interrupt."""
+    a = Agent(LANGS["node"]["argv"]())
+    try:
+        assert a.run("var got = 0; process.on('SIGINT', () => { got++ }); 1")[:2] == (OK, "1\n")
+        for _ in range(3):
+            r, out, err = a.interrupt(LANGS["node"]["spin"], "spin")
+            assert r["status"] == "interrupted"
+        end = time.monotonic() + WAIT
+        while a.run("got > 0")[1] != "true\n":
+            assert time.monotonic() < end, "the listener got no SIGINT"
+            a.proc.send_signal(signal.SIGINT)
+        assert a.run("got = 0; 5")[:2] == (OK, "5\n")
+        assert a.proc.poll() is None
+    finally:
+        a.close()
 
 
 def test_output_is_written_before_the_reply(agent, lang):

@@ -56,6 +56,80 @@
     const set = (value) => Object.defineProperty(globalThis, name, { value, writable: true, configurable: true });
     Object.defineProperty(globalThis, name, { configurable: true, get: () => { const v = require(name); set(v); return v; }, set });
   }
+  // SIGINT must never kill the agent. breakOnSigint is node's SIGINT
+  // watchdog: its first start installs its handler over SIGINT and its last
+  // stop installs node's SignalExit (re-raise: death) until a JS SIGINT
+  // listener is added again, and vm drops those listeners (SIG_DFL) before the
+  // start: each run opened two windows where a SIGINT kills. So a guard
+  // thread keeps the watchdog started for the agent's life (runs nested
+  // DEPTH deep, each with breakOnSigint): starts and stops are counted, only
+  // the outermost ever touches SIGINT, and the main thread has no SIGINT
+  // listener. A SIGINT goes to the run registered last: the cell's while it
+  // runs, else the guard's innermost (which posts it here, and runs again).
+  // The guard is torn down only by DEPTH SIGINTs each landing in the
+  // microseconds the previous one's run takes to restart.
+  const guard = (function startGuard() {
+    const DEPTH = 4;
+    const st = new Int32Array(new SharedArrayBuffer(16)); // [innermost in, (stays 0), cell running, cell runs]
+    const w = new (require('worker_threads').Worker)(`'use strict';
+      const vm = require('vm');
+      const { parentPort, workerData: st } = require('worker_threads');
+      globalThis.nsboxGuard = (depth) => {
+        for (;;) {
+          try {
+            vm.runInThisContext(depth > 1 ? 'nsboxGuard(' + (depth - 1) + ')'
+              : 'Atomics.store(nsboxGuardState, 0, 1); Atomics.notify(nsboxGuardState, 0); for (;;) Atomics.wait(nsboxGuardState, 1, 0)',
+            { breakOnSigint: true });
+          } catch (_) { /* a SIGINT */ }
+          if (depth === 1) Atomics.store(st, 0, 0);
+          parentPort.postMessage(Atomics.load(st, 3));
+          // Taken from a cell that started as this run was restarting: run
+          // again after it, not on top of it (the cell's SIGINTs would come here).
+          while (Atomics.load(st, 2) === 1) Atomics.wait(st, 2, 1);
+        }
+      };
+      globalThis.nsboxGuardState = st;
+      nsboxGuard(${DEPTH});`, { eval: true, workerData: st, stdout: true, stderr: true });
+    w.unref();
+    // The outer run reaches its closure through the global object (`this`
+    // at a script's top level), briefly, under a name no cell uses.
+    const INNER = 'nsboxCell' + require('crypto').randomBytes(8).toString('hex');
+    const outer = new vm.Script('this.' + INNER + '()');
+    const g = {
+      onsigint: null,
+      gen: () => Atomics.load(st, 3),
+      run(fn) {
+        // Let the guard's innermost run be in (after a SIGINT it restarts).
+        if (Atomics.load(st, 0) === 0) Atomics.wait(st, 0, 0, 100);
+        Atomics.add(st, 3, 1);
+        Atomics.store(st, 2, 1);
+        // One run of the main thread's spans the whole start of the cell, so
+        // that no SIGINT reaches the guard meanwhile (the guard would wait
+        // for the cell's end to run again: a gap): a SIGINT in it between
+        // the runs below interrupts the cell.
+        Object.defineProperty(globalThis, INNER, { configurable: true, value: () => {
+          delete globalThis[INNER];
+          // A SIGINT sent before the cell's frame can still be on its way
+          // (signal, watchdog thread) and would end the cell: a 5 ms run
+          // takes it first.
+          try { vm.runInThisContext('Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5)', { breakOnSigint: true }); } catch (_) { /* stale */ }
+          return fn();
+        } });
+        try {
+          return outer.runInThisContext({ breakOnSigint: true, displayErrors: false });
+        } finally {
+          delete globalThis[INNER];
+          Atomics.store(st, 2, 0);
+          Atomics.notify(st, 2);
+        }
+      },
+    };
+    w.on('message', (gen) => { if (g.onsigint) g.onsigint(gen); });
+    w.on('error', (e) => say('nsbox context agent: the SIGINT guard failed: ' + describe(e) + '\n'));
+    // Ready only once SIGINT is the watchdog's (before, a SIGINT kills).
+    Atomics.wait(st, 0, 0, 10000);
+    return g;
+  })();
   // process.exit() in a cell ends the cell (status "exit"), not the context,
   // like SystemExit in Python: it throws (a catch can swallow it).
   class ExitSignal { constructor(code) { this.code = code; } }
@@ -114,9 +188,6 @@
   }
   function start(cell, code) {
     const filename = '<cell ' + ++count + '>';
-    // A SIGINT that came as the last cell's run ended can be kept by node's
-    // watchdog for the next run: a 5 ms run (that it ends) takes it.
-    try { vm.runInThisContext('Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5)', { breakOnSigint: true }); } catch (_) { /* stale */ }
     let value;
     try {
       let script;
@@ -125,10 +196,11 @@
         try { script = new vm.Script('(' + code + '\n)', { filename }); } catch (_) { /* a block */ }
       }
       if (!script) script = new vm.Script(code, { filename });
-      value = script.runInThisContext({ breakOnSigint: true, displayErrors: true });
+      value = guard.run(() => script.runInThisContext({ breakOnSigint: true, displayErrors: true }));
       if (isPromise(value)) {
         // A promise is awaited, its value shown.
         cell.awaiting = true;
+        cell.gen = guard.gen();
         value.then((v) => {
           if (cell.done) return;
           try { display(v); } catch (e) { return fail(cell, e); }
@@ -154,15 +226,29 @@
     const cell = current;
     setImmediate(() => start(cell, req.code));
   }
-  // SIGINT: breakOnSigint while a cell runs, this while it awaits its
-  // promise, else ignored (neither kills the agent nor reaches a cell).
-  process.on('SIGINT', () => {
+  // A cell's process.on('SIGINT') must not give SIGINT back to libuv (its
+  // handler would replace the watchdog's for good, and vm drops it, SIG_DFL,
+  // around each later cell): node's starter of signal watchers skips SIGINT,
+  // and such listeners get the guard's SIGINTs instead.
+  for (const f of process.listeners('newListener')) {
+    if (f.name !== 'startListeningIfSignal') continue;
+    process.removeListener('newListener', f);
+    process.on('newListener', function startListeningIfSignal(type, listener) {
+      if (type !== 'SIGINT') return f.call(this, type, listener);
+    });
+  }
+  // SIGINT: breakOnSigint while a cell runs, the guard's message while it
+  // awaits its promise, else ignored (neither kills the agent nor reaches a
+  // cell). The message names the cell run it came during: one from before
+  // this cell's run is stale.
+  guard.onsigint = (gen) => {
+    if (process.listenerCount('SIGINT')) try { process.emit('SIGINT', 'SIGINT'); } catch (e) { uncaught(e); }
     const c = current;
-    if (c && c.awaiting && !c.done) {
+    if (c && c.awaiting && !c.done && c.gen === gen) {
       say('Interrupted: SIGINT while awaiting the promise\n');
       finish(c, 'interrupted', 130, 'Interrupted');
     }
-  });
+  };
   // An error thrown by a callback fails the awaited cell, else is shown.
   const uncaught = (e) => {
     const c = current;
