@@ -51,7 +51,7 @@ def main():
                 r = ctx.run(cell)
                 assert r.ok, r.record
             show("SDK %s context cell 'x += 1'" % lang, timed(one, runs))
-            r = ctx.run("print(x)")
+            r = ctx.run("print(x)" if lang == "python" else "console.log(x)")
             assert r.stdout.strip() == str(runs + 10), r.record
             ctx.close()
     show("cold Sandbox.run /bin/true", timed(lambda: sb.run(["/bin/true"]), max(20, runs // 5)))

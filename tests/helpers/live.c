@@ -3,6 +3,7 @@
  * Usage: live ROOTFS          checks (prints ok / not ok lines; exit 1 on a mismatch)
  *        live ROOTFS bench N  p50 and p95 of N execs of /bin/true (make bench) */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -160,6 +161,36 @@ int main(int argc, char **argv)
 	EXPECT(n == 5 && !strncmp(buf, "via3\n", 5), "fd3 reaches the command as its fd 3");
 	EXPECT(r && nsbox_result_exit_status(r) == 0, "...and nothing else is open in it");
 	nsbox_result_free(r);
+
+	/* An environment of the exec's own, and PATH looked up in it. */
+	const char *const env[] = { "FOO=bar", "PATH=/nowhere:/bin:/usr/bin", NULL };
+	const char *const showenv[] = { "sh", "-c", "echo $FOO", NULL };
+	nsbox_exec_options xe = { .version = NSBOX_EXEC_OPTIONS_VERSION, .flags = NSBOX_SPAWN_CAPTURE, .argv = showenv,
+	                          .envp = env, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .fd3 = -1,
+	                          .signal_fd = -1 };
+	nsbox_sandbox *exe = NULL;
+	nsbox_error *ee = NULL;
+	r = NULL;
+	if (nsbox_sandbox_exec(sb, &xe, &exe, &ee) == 0)
+		(void) nsbox_sandbox_wait(exe, &r, &ee);
+	EXPECT(out_is(r, "bar\n"), "an exec's own environment replaces the sandbox's, PATH included");
+	nsbox_result_free(r);
+	nsbox_sandbox_free(exe);
+	nsbox_error_free(ee);
+	/* Freed without a wait: killed, and nothing of it is left. */
+	const char *const longsleep[] = { "sleep", "600", NULL };
+	xe.argv = longsleep;
+	xe.envp = NULL;
+	exe = NULL;
+	ee = NULL;
+	EXPECT(nsbox_sandbox_exec(sb, &xe, &exe, &ee) == 0, "an exec starts");
+	int pidfd = exe ? dup(nsbox_sandbox_pidfd(exe)) : -1;
+	nsbox_sandbox_free(exe);
+	struct pollfd pp = { .fd = pidfd, .events = POLLIN };
+	EXPECT(pidfd >= 0 && poll(&pp, 1, 0) == 1, "freeing an exec without waiting kills it and all it started");
+	if (pidfd >= 0)
+		close(pidfd);
+	nsbox_error_free(ee);
 
 	/* Several threads at once. */
 	job jobs[8];
