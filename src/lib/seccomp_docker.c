@@ -4,6 +4,7 @@
  * honoured for this machine. Every construct we cannot honour is an error
  * that names the entry. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,11 +261,13 @@ static int read_archmap(dreader *r, yaml_node_t *seq, nsbox_error **err)
 		if (subs && subs->type == YAML_SEQUENCE_NODE)
 			yw_items(r->doc, subs, s) {
 				const char *name = yw_scalar(s);
-				uint32_t t = name && !strncmp(name, "SCMP_ARCH_", 10) ? seccomp_arch_resolve_name(name + 10) : 0;
-				if (!t) {
-					/* libseccomp spells them in lower case */
+				bool prefixed = name && !strncmp(name, "SCMP_ARCH_", 10);
+				uint32_t t = prefixed ? seccomp_arch_resolve_name(name + 10) : 0;
+				if (!t && prefixed) {
+					/* libseccomp spells them in lower case (a name shorter
+					 * than the prefix has nothing past it to read) */
 					char lower[32] = "";
-					for (size_t i = 0; name && name[10 + i] && i < sizeof(lower) - 1; i++)
+					for (size_t i = 0; name[10 + i] && i < sizeof(lower) - 1; i++)
 						lower[i] = (char) (name[10 + i] | 0x20);
 					t = seccomp_arch_resolve_name(lower);
 				}
