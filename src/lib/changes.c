@@ -29,10 +29,16 @@ typedef struct scan {
 	int err;
 } scan;
 
-/* prefix: could some path that starts with `p` match (rather than `p`)? */
-static bool glob(const char *g, const char *p, bool prefix)
+/* prefix: could some path that starts with `p` match (rather than `p`)?
+ * Patterns with several stars backtrack, exponentially in the worst case
+ * (found by fuzzing): after GLOB_BUDGET steps the answer is "matches",
+ * which for a deny list fails closed (the change is denied). */
+#define GLOB_BUDGET 200000
+static bool glob(const char *g, const char *p, bool prefix, long *budget)
 {
 	for (;;) {
+		if (--*budget < 0)
+			return true;
 		if (prefix && !*p)
 			return *g != '\0';
 		if (g[0] == '*' && g[1] == '*') {
@@ -41,14 +47,14 @@ static bool glob(const char *g, const char *p, bool prefix)
 				/* "**" + "/": zero or more whole directories */
 				g++;
 				for (const char *q = p;; q++) {
-					if ((q == p || q[-1] == '/') && glob(g, q, prefix))
+					if ((q == p || q[-1] == '/') && glob(g, q, prefix, budget))
 						return true;
 					if (!*q)
 						return false;
 				}
 			}
 			for (const char *q = p;; q++) {   /* "**" at the end or mid-name: anything */
-				if (glob(g, q, prefix))
+				if (glob(g, q, prefix, budget))
 					return true;
 				if (!*q)
 					return false;
@@ -57,7 +63,7 @@ static bool glob(const char *g, const char *p, bool prefix)
 		if (*g == '*') {
 			g++;
 			for (const char *q = p;; q++) {
-				if (glob(g, q, prefix))
+				if (glob(g, q, prefix, budget))
 					return true;
 				if (!*q || *q == '/')
 					return false;
@@ -74,7 +80,8 @@ static bool glob(const char *g, const char *p, bool prefix)
 
 bool ws_glob_match(const char *g, const char *p)
 {
-	return glob(g, p, false);
+	long budget = GLOB_BUDGET;
+	return glob(g, p, false, &budget);
 }
 
 static char *join(const char *rel, const char *name)
@@ -99,9 +106,11 @@ static bool could_match_below(const strv *deny, const char *dir)
 	_cleanup_free_ char *p = NULL;
 	if (asprintf(&p, "%s/", dir) < 0)
 		return true;   /* fail closed */
-	for (size_t i = 0; deny && i < deny->n; i++)
-		if (glob(deny->v[i], p, true))
+	for (size_t i = 0; deny && i < deny->n; i++) {
+		long budget = GLOB_BUDGET;
+		if (glob(deny->v[i], p, true, &budget))
 			return true;
+	}
 	return false;
 }
 
