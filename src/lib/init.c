@@ -66,6 +66,16 @@ static void forward(int sig)
 	errno = saved;
 }
 
+int init_forwarders(void)
+{
+	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		if (sigaction(forwarded[i], &sa, NULL) < 0)
+			return -errno;
+	return 0;
+}
+
 __attribute__((noreturn)) void init_run(const child_args *a)
 {
 	sigset_t all, none;

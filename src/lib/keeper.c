@@ -141,7 +141,11 @@ __attribute__((noreturn)) void keeper_run(const child_args *a)
 	/* Each exec's pid 1 is reaped by the kernel once it exits: the
 	 * supervisor learns of it through its pidfd. */
 	struct sigaction ign = { .sa_handler = SIG_IGN };
-	if (sigaction(SIGCHLD, &ign, NULL) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+	/* The forwarding handlers now, inherited by each exec's init: a signal
+	 * sent to it before it installs them itself would otherwise be dropped
+	 * by the kernel (SIG_DFL at a namespace's init); with them it stays
+	 * pending (blocked) until the init knows its payload. */
+	if (sigaction(SIGCHLD, &ign, NULL) < 0 || init_forwarders() < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
 		child_report(a->sync_fd, STEP_SIGNALS, -1, errno);
 		_exit(125);
 	}

@@ -68,6 +68,9 @@ __attribute__((noreturn)) void init_run(const child_args *a);
 void child_report(int sync_fd, enum step step, int index, int err);
 /* child.c: (re)arm SIGKILL on the supervisor's death; exits if it is gone. */
 void child_arm_parent_death(const child_args *a);
+/* init.c: install the handlers that forward signals to the payload (a
+ * namespace's init drops a signal whose handler is SIG_DFL when it is sent). */
+int init_forwarders(void);
 /* keeper.c: pid 1 of a long-lived sandbox; never returns. */
 __attribute__((noreturn)) void keeper_run(const child_args *a);
 /* child.c: send a message of `type` carrying `fd` (SCM_RIGHTS). */

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,12 @@
 
 static int failures;
 
+/* cond is evaluated once: it may be the call under test. */
 #define EXPECT(cond, ...)                                   \
 	do {                                                \
-		printf((cond) ? "ok - " : "not ok - ");     \
-		failures += !(cond);                        \
+		bool ok_ = (cond);                          \
+		printf(ok_ ? "ok - " : "not ok - ");        \
+		failures += !ok_;                           \
 		printf(__VA_ARGS__);                        \
 		printf("\n");                               \
 	} while (0)
