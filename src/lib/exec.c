@@ -17,35 +17,25 @@
 #include "conf.h"
 #include "error.h"
 #include "sandbox.h"
+#include "strv.h"
 #include "syscalls.h"
 
 struct exec_own {
-	char **argv;
-	char **envp;          /* NULL: the sandbox's */
+	strv argv;
+	strv envp;            /* with env: the exec's own environment */
+	bool env;             /* false: the sandbox's */
 	char *workdir;        /* NULL: the sandbox's */
 	nsbox_config *cfg;    /* the sandbox's, with this command: for the record */
 };
 
-static void strs_free(char **v)
+static int strv_from(strv *dst, const char *const *v)
 {
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
-static char **strs_copy(const char *const *v, size_t *count)
-{
-	size_t n = 0;
-	while (v[n])
-		n++;
-	char **c = calloc(n + 1, sizeof(*c));
-	for (size_t i = 0; c && i < n; i++)
-		if (!(c[i] = strdup(v[i]))) {
-			strs_free(c);
-			return NULL;
-		}
-	*count = n;
-	return c;
+	for (; *v; v++) {
+		int r = strv_push(dst, *v);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int keep_wait_ready(nsbox_sandbox *sb, nsbox_error **err)
@@ -76,16 +66,15 @@ int keep_wait_ready(nsbox_sandbox *sb, nsbox_error **err)
 }
 
 /* The request: header, then the strings, in one buffer. */
-static int build_request(const struct exec_own *own, const nsbox_plan *p, uint32_t flags, char **out,
-                         size_t *out_len, nsbox_error **err)
+static int build_request(const struct exec_own *own, uint32_t flags, char **out, size_t *out_len,
+                         nsbox_error **err)
 {
 	exec_req h = { .type = MSG_EXEC, .flags = flags };
 	size_t len = own->workdir ? strlen(own->workdir) + 1 : 0;
-	for (char **a = own->argv; *a; a++, h.argc++)
+	for (char **a = own->argv.v; *a; a++, h.argc++)
 		len += strlen(*a) + 1;
-	for (char **e = own->envp; e && *e; e++, h.envc++)
+	for (char **e = own->envp.v; e && *e; e++, h.envc++)
 		len += strlen(*e) + 1;
-	(void) p;
 	if (len > EXEC_REQ_MAX || h.argc > EXEC_ARGS_MAX || h.envc > EXEC_ARGS_MAX)
 		return nsbox_err(err, E2BIG, "exec", "run in sandbox: the command line and environment exceed %u bytes "
 		                 "or %u strings", (unsigned) EXEC_REQ_MAX, (unsigned) EXEC_ARGS_MAX);
@@ -97,9 +86,9 @@ static int build_request(const struct exec_own *own, const nsbox_plan *p, uint32
 	char *pos = b + sizeof(h);
 	if (own->workdir)
 		pos = stpcpy(pos, own->workdir) + 1;
-	for (char **a = own->argv; *a; a++)
+	for (char **a = own->argv.v; *a; a++)
 		pos = stpcpy(pos, *a) + 1;
-	for (char **e = own->envp; e && *e; e++)
+	for (char **e = own->envp.v; e && *e; e++)
 		pos = stpcpy(pos, *e) + 1;
 	*out = b;
 	*out_len = sizeof(h) + len;
@@ -195,27 +184,26 @@ int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *o, nsbox_san
 
 	int stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 }, sv[2] = { -1, -1 };
 	_cleanup_free_ char *req = NULL;
-	size_t req_len = 0, argc = 0, envc = 0;
+	size_t req_len = 0;
 	int r = 0;
-	own->argv = strs_copy(o->argv, &argc);
-	if (o->envp)
-		own->envp = strs_copy(o->envp, &envc);
+	static char *no_env[] = { NULL };
+	own->env = o->envp != NULL;
 	if (o->workdir)
 		own->workdir = strdup(o->workdir);
-	if (!own->argv || (o->envp && !own->envp) || (o->workdir && !own->workdir) ||
-	    config_copy(&own->cfg, sb->plan->cfg) < 0) {
+	if (strv_from(&own->argv, o->argv) < 0 || (own->env && strv_from(&own->envp, o->envp) < 0) ||
+	    (o->workdir && !own->workdir) || config_copy(&own->cfg, sb->plan->cfg) < 0) {
 		r = nsbox_err(err, ENOMEM, "exec", "run in sandbox");
 		goto fail;
 	}
-	plan->argv = own->argv;
-	if (own->envp)
-		plan->envp = own->envp;
+	plan->argv = own->argv.v;
+	if (own->env)
+		plan->envp = own->envp.v ? own->envp.v : no_env;
 	if (own->workdir)
 		plan->workdir = own->workdir;
 	plan->cfg = own->cfg;
-	r = nsbox_config_set_command(own->cfg, (int) argc, (const char *const *) own->argv, err);
-	uint32_t flags = (own->workdir ? EXEC_WORKDIR : 0) | (own->envp ? EXEC_ENV : 0) | (o->fd3 >= 0 ? EXEC_FD3 : 0);
-	r = r ?: build_request(own, plan, flags, &req, &req_len, err);
+	r = nsbox_config_set_command(own->cfg, (int) own->argv.n, (const char *const *) own->argv.v, err);
+	uint32_t flags = (own->workdir ? EXEC_WORKDIR : 0) | (own->env ? EXEC_ENV : 0) | (o->fd3 >= 0 ? EXEC_FD3 : 0);
+	r = r ?: build_request(own, flags, &req, &req_len, err);
 	r = r ?: spawn_open_streams(e, o->stdin_fd, o->stdout_fd, o->stderr_fd, stdio, close_after, err);
 	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		r = nsbox_err(err, errno, "exec", "create socketpair");
@@ -288,8 +276,8 @@ void exec_release(nsbox_sandbox *e)
 	proxy_log_free(&e->net_allowed);
 	proxy_log_free(&e->net_denied);
 	if (e->exec_own) {
-		strs_free(e->exec_own->argv);
-		strs_free(e->exec_own->envp);
+		strv_clear(&e->exec_own->argv);
+		strv_clear(&e->exec_own->envp);
 		free(e->exec_own->workdir);
 		nsbox_config_free(e->exec_own->cfg);
 		free(e->exec_own);
