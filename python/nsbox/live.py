@@ -40,6 +40,11 @@ def _agent(name: str) -> str:
         return f.read()
 
 
+def _call(fn: Any, *args: Any) -> Any:
+    from .sandbox import _call as call   # the SDK's one translation of _nsbox.Error
+    return call(fn, *args)
+
+
 def _ms(timeout: Union[None, str, float]) -> int:
     if timeout is None:
         return 0
@@ -48,14 +53,6 @@ def _ms(timeout: Union[None, str, float]) -> int:
             raise ValueError("timeout must be positive")
         return max(1, int(timeout * 1000))
     return int(_call(_nsbox.parse_duration_ms, str(timeout)))
-
-
-def _call(fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except _nsbox.Error as e:
-        step, errnum, message = e.args
-        raise SandboxError._from(step, errnum, message) from None
 
 
 class LiveSandbox:
@@ -216,18 +213,9 @@ class Context:
         self._out = []
 
     def _drain_text(self) -> str:
-        cap = _Capture(4096)
-        for fd in self._out:
-            os.set_blocking(fd, False)
-            try:
-                while True:
-                    b = os.read(fd, 65536)
-                    if not b:
-                        break
-                    cap.feed(b)
-            except BlockingIOError:
-                pass
-        return cap.text()[0]
+        caps = [_Capture(4096), _Capture(4096)]
+        self._pump_rest(caps)
+        return caps[1].text()[0] or caps[0].text()[0]
 
     def _recv(self, timeout: Optional[float], outs: Optional[List[_Capture]]) -> Optional[Dict[str, Any]]:
         """The agent's next frame, pumping the output meanwhile; None on the

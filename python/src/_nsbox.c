@@ -217,7 +217,7 @@ static void on_output(void *userdata, int stream, const char *data, size_t len)
  * A failure before the sandbox exists raises Error; one during its setup is
  * a record with status "setup_failed". */
 /* The record as JSON text; r is freed. */
-static PyObject *result_json(nsbox_result *r)
+PyObject *result_json(nsbox_result *r)
 {
 	char *json = NULL;
 	nsbox_error *e = NULL;

@@ -249,14 +249,7 @@ static PyObject *live_exec(Live *l, PyObject *args)
 	PyMem_Free(ev);
 	if (r < 0)
 		return raise_error(e, r);
-	char *json = NULL;
-	r = nsbox_result_to_json(res, &json, &e);
-	nsbox_result_free(res);
-	if (r < 0)
-		return raise_error(e, r);
-	PyObject *ret = PyUnicode_DecodeUTF8(json, (Py_ssize_t) strlen(json), "strict");
-	free(json);
-	return ret;
+	return result_json(res);
 }
 
 /* spawn(argv, env, workdir, timeout_ms, stdin_fd, stdout_fd, stderr_fd, fd3) -> Exec */
@@ -377,14 +370,7 @@ static PyObject *exec_wait(Exec *x, PyObject *unused)
 	Py_END_ALLOW_THREADS
 	if (r < 0)
 		return raise_error(e, r);
-	char *json = NULL;
-	r = nsbox_result_to_json(res, &json, &e);
-	nsbox_result_free(res);
-	if (r < 0)
-		return raise_error(e, r);
-	PyObject *ret = PyUnicode_DecodeUTF8(json, (Py_ssize_t) strlen(json), "strict");
-	free(json);
-	return ret;
+	return result_json(res);
 }
 
 static PyObject *exec_pidfd(Exec *x, void *unused)

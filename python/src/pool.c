@@ -214,14 +214,7 @@ static PyObject *pool_run(Pool *self, PyObject *args)
 		nsbox_result_free(res);
 		return raise_error(e, -EINVAL);
 	}
-	char *json = NULL;
-	r = nsbox_result_to_json(res, &json, &e);
-	nsbox_result_free(res);
-	if (r < 0)
-		return raise_error(e, r);
-	PyObject *ret = PyUnicode_DecodeUTF8(json, (Py_ssize_t) strlen(json), "strict");
-	free(json);
-	return ret;
+	return result_json(res);
 }
 
 static PyObject *pool_cost(Pool *self, PyObject *unused)
