@@ -103,6 +103,8 @@ static int send_request(int sync_fd, const char *req, size_t len, const int *fds
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 	                     .msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int)) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (!c)   /* cannot be: the control buffer holds one header */
+		return -EINVAL;
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
