@@ -30,7 +30,7 @@ struct exec_own {
 
 static int strv_from(strv *dst, const char *const *v)
 {
-	for (; *v; v++) {
+	for (; v && *v; v++) {
 		int r = strv_push(dst, *v);
 		if (r < 0)
 			return r;
