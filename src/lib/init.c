@@ -45,10 +45,13 @@ static pid_t start_payload(const child_args *a)
 	if (PAYLOAD_SHARES_MEMORY)
 		return clone(payload_main, payload_stack + sizeof(payload_stack),
 		             CLONE_VM | CLONE_VFORK | SIGCHLD, (void *) a);
-	struct clone_args ca = { .exit_signal = SIGCHLD };
+	/* Still CLONE_VFORK: pid 1 takes the payload's ids below, and a signal
+	 * it forwards to a payload that has not yet exec'd (whose ids are not
+	 * yet its own) would fail with EPERM and be lost. */
+	struct clone_args ca = { .flags = CLONE_VFORK, .exit_signal = SIGCHLD };
 	pid_t pid = (pid_t) sys_clone3(&ca);
 	if (pid < 0 && errno == ENOSYS)
-		pid = (pid_t) syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+		pid = (pid_t) syscall(SYS_clone, CLONE_VFORK | SIGCHLD, 0, NULL, NULL, 0);
 	if (pid == 0)
 		payload_exec(a);
 	return pid;
