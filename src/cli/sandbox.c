@@ -631,6 +631,16 @@ static int write_info(const monitor *m, const run_args *a)
 	return renameat(m->dirfd, tmpf, m->dirfd, f);
 }
 
+/* Coverage builds (make coverage): the cleaner ends with _exit, so it
+ * writes its counts itself; it was forked before the monitor started any
+ * thread, so no lock of gcov's can be held. */
+#ifdef NSBOX_COVERAGE
+void __gcov_dump(void);
+#define cleaner_coverage_dump() __gcov_dump()
+#else
+#define cleaner_coverage_dump() ((void) 0)
+#endif
+
 /* The files go when the monitor does, however it ends (SIGKILL too): a
  * child of it waits for its death (PR_SET_PDEATHSIG), removes them, and
  * holds the lock (inherited) until then, so that `nsbox stop`, which waits
@@ -652,6 +662,7 @@ static int start_cleaner(const monitor *m)
 		while (sigwaitinfo(&s, NULL) < 0 && errno == EINTR)
 			;
 	remove_files(m);
+	cleaner_coverage_dump();
 	_exit(0);
 }
 

@@ -141,7 +141,6 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 		}
 		if (w == pid) {
 			trace_mark(a->plan->trace, TR_C_REAPED);
-			coverage_sandbox_dump();
 			msg m = { .type = MSG_EXIT, .status = status };
 			struct rusage ru;
 			if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
@@ -149,6 +148,8 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 				m.stime_us = (int64_t) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
 				m.maxrss_kb = ru.ru_maxrss;
 			}
+			/* Before the report: once it is read, we may be killed. */
+			coverage_sandbox_dump();
 			(void) send(a->sync_fd, &m, sizeof(m), MSG_NOSIGNAL);
 			_exit(0);
 		}
