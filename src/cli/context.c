@@ -490,6 +490,11 @@ int context_cell(context *c, nsbox_sandbox *sb, const char *code, uint64_t timeo
 			rc = 137;
 		}
 	}
+	/* Without --json the status alone would not say why, nor that the
+	 * state is lost: the reason goes to the client's stderr. */
+	if (err_fd >= 0 && (rc == 124 || rc == 137))
+		dprintf(err_fd, "nsbox: exec: %s\n",
+		        rc == 124 ? timeout_msg : "the interpreter ended during the cell: its state is lost");
 	json_decref(reply);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
