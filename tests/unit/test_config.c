@@ -315,6 +315,8 @@ START_TEST(test_new_and_clear)
 	ck_assert_int_eq(nsbox_config_new(NULL, &e), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "no output pointer"));
 	nsbox_error_free(e);
+	nsbox_config_free(NULL);   /* nothing to free: fine */
+	ck_assert_str_eq(nsbox_version(), PACKAGE_VERSION);
 	nsbox_config *c = fresh();
 	ck_assert_int_eq(nsbox_config_set(c, "network.allow", "a.org", NULL, NULL), 0);
 	ck_assert_int_eq(nsbox_config_set(c, "filesystem.mounts", "/a:/b", NULL, NULL), 0);
