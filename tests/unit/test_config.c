@@ -62,6 +62,24 @@ static const struct { const char *key, *value; bool ok; } sets[] = {
 	{ "network.allow_host_loopback", "sometimes", false }, { "network.helper", "pasta", true },
 	{ "network.helper", "slirp4netns", true }, { "network.helper", "auto", true },
 	{ "network.helper", "vde", false },
+	{ "hostname", "a..b", false }, { "hostname", ".a", false }, { "hostname", "a.", false },
+	{ "hostname", "a-", false }, { "workdir", "/a//b", false }, { "workdir", "/a/./b", false },
+	{ "workdir", "/a/b/", true }, { "network.allow", "[::1]:443", true },
+	{ "network.allow", "[::1", false }, { "network.allow", "[::1]x", false },
+	{ "network.allow", "[fe80::zz]", false }, { "network.allow", "2001:db8::1", false },
+	{ "network.allow", "[1111:2222:3333:4444:5555:6666:7777:8888:9999:aaaa]", false },
+	{ "network.allow", "*.", false }, { "network.allow", "a_b.org", false },
+	{ "limits.fsize", "unlimited", true }, { "limits.fsize", "huge", false },
+	{ "limits.require_cgroup", "maybe", false }, { "limits.fallback", "rlimit", true },
+	{ "limits.fallback", "ignore", false }, { "limits.cgroup_parent", "/nsbox.slice", true },
+	{ "limits.cgroup_parent", "nsbox.slice", false }, { "limits.nofile", "15", false },
+	{ "rootfs", "", false }, { "rootfs", "/srv/root", true }, { "security.seccomp", "", false },
+	{ "workspace.path", "", false }, { "workspace.mode", "rw", true }, { "workspace.mode", "cow", false },
+	{ "workspace.session", "s-1", true }, { "workspace.session", "a/b", false },
+	{ "workspace.max_size", "512k", false }, { "workspace.max_files", "99", false },
+	{ "security.seccomp_log", "loud", false }, { "filesystem.allowed_roots", "~", true },
+	{ "filesystem.allowed_roots", "~user/x", false }, { "workspace.deny_changes", "", false },
+	{ "audit.on_error", "warn", true }, { "audit.on_error", "sometimes", false },
 };
 
 START_TEST(test_set)
@@ -198,6 +216,238 @@ START_TEST(test_command)
 }
 END_TEST
 
+/* Host names: at most 64 characters, labels of 1 to 63. */
+START_TEST(test_hostname_limits)
+{
+	nsbox_config *c = fresh();
+	char h[80];
+	memset(h, 'a', 63);
+	h[63] = '\0';
+	ck_assert_int_eq(nsbox_config_set(c, "hostname", h, NULL, NULL), 0);
+	ck_assert_str_eq(c->hostname, h);
+	memset(h, 'a', 64);
+	h[64] = '\0';   /* 64 characters, but one label of 64 */
+	ck_assert_int_eq(nsbox_config_set(c, "hostname", h, NULL, NULL), -EINVAL);
+	h[1] = '.';     /* labels of 1 and 62 */
+	ck_assert_int_eq(nsbox_config_set(c, "hostname", h, NULL, NULL), 0);
+	memset(h, 'a', 65);
+	h[65] = '\0';
+	h[30] = '.';    /* 65 characters */
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(nsbox_config_set(c, "hostname", h, "--hostname", &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "--hostname: invalid value"));
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "(at most 64)"));
+	nsbox_error_free(e);
+	/* the last good value stays */
+	ck_assert_uint_eq(strlen(c->hostname), 64);
+	/* an allowed host name of 253 is the DNS limit */
+	char host[300];
+	memset(host, 'a', 253);
+	host[253] = '\0';
+	ck_assert_int_eq(nsbox_config_set(c, "network.allow", host, NULL, NULL), 0);
+	strcat(host, "a");
+	ck_assert_int_eq(nsbox_config_set(c, "network.allow", host, NULL, NULL), -EINVAL);
+	ck_assert_uint_eq(c->allow.n, 1);
+	nsbox_config_free(c);
+}
+END_TEST
+
+/* The messages say where a value came from and what was expected. */
+START_TEST(test_set_messages)
+{
+	nsbox_config *c = fresh();
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(nsbox_config_set(NULL, "image", "x", NULL, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "set option: missing argument"));
+	nsbox_error_free(e);
+	e = NULL;
+	ck_assert_int_eq(nsbox_config_set(c, "image", NULL, NULL, &e), -EINVAL);
+	nsbox_error_free(e);
+	e = NULL;
+	ck_assert_int_eq(nsbox_config_set(c, "audit.on_error", "sometimes", "policy.yaml:3:4", &e), -EINVAL);
+	ck_assert_str_eq(nsbox_error_message(e),
+	                 "policy.yaml:3:4: invalid value 'sometimes' (expected one of fail, warn)");
+	ck_assert_int_eq(nsbox_error_errno(e), EINVAL);
+	nsbox_error_free(e);
+	e = NULL;
+	ck_assert_int_eq(nsbox_config_set(c, "limits.memroy", "1g", NULL, &e), -EINVAL);
+	ck_assert_str_eq(nsbox_error_message(e), "limits.memroy: unknown setting 'limits.memroy'");
+	nsbox_error_free(e);
+	e = NULL;
+	/* A mount's own message, not the generic one; origin defaults to the key. */
+	ck_assert_int_eq(nsbox_config_set(c, "filesystem.mounts", "/a", NULL, &e), -EINVAL);
+	ck_assert_str_eq(nsbox_error_message(e), "filesystem.mounts: '/a' is not SRC:DST[:ro|rw]");
+	nsbox_error_free(e);
+	e = NULL;
+	ck_assert_int_eq(nsbox_config_set(c, "filesystem.mounts", "/a:/proc/sys", "--volume", &e), -EINVAL);
+	ck_assert_str_eq(nsbox_error_message(e),
+	                 "--volume: mount target '/proc/sys' is inside '/proc', which nsbox sets up itself");
+	nsbox_error_free(e);
+	/* and with nowhere to put it, the same refusal */
+	ck_assert_int_eq(nsbox_config_set(c, "filesystem.mounts", ":/b", NULL, NULL), -EINVAL);
+	ck_assert_int_eq(nsbox_config_set(c, "filesystem.mounts", "/a:", NULL, NULL), -EINVAL);
+	ck_assert_uint_eq(c->n_mounts, 0);
+	ck_assert_uint_eq(nsbox_config_timeout_ms(c), 60000);
+	ck_assert_uint_eq(nsbox_config_timeout_ms(NULL), 0);
+	nsbox_config_free(c);
+}
+END_TEST
+
+/* require_cgroup is the older spelling of fallback: refuse; false undoes
+ * only that. */
+START_TEST(test_require_cgroup)
+{
+	nsbox_config *c = fresh();
+	ck_assert_int_eq(nsbox_config_set(c, "limits.fallback", "rlimit", NULL, NULL), 0);
+	ck_assert_int_eq(nsbox_config_set(c, "limits.require_cgroup", "false", NULL, NULL), 0);
+	ck_assert_int_eq(c->fallback, FALLBACK_RLIMIT);
+	ck_assert_int_eq(nsbox_config_set(c, "limits.require_cgroup", "true", NULL, NULL), 0);
+	ck_assert_int_eq(c->fallback, FALLBACK_REFUSE);
+	ck_assert_int_eq(nsbox_config_set(c, "limits.require_cgroup", "false", NULL, NULL), 0);
+	ck_assert_int_eq(c->fallback, FALLBACK_WARN);
+	nsbox_config_free(c);
+}
+END_TEST
+
+START_TEST(test_new_and_clear)
+{
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(nsbox_config_new(NULL, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "no output pointer"));
+	nsbox_error_free(e);
+	nsbox_config_free(NULL);   /* nothing to free: fine */
+	ck_assert_str_eq(nsbox_version(), PACKAGE_VERSION);
+	nsbox_config *c = fresh();
+	ck_assert_int_eq(nsbox_config_set(c, "network.allow", "a.org", NULL, NULL), 0);
+	ck_assert_int_eq(nsbox_config_set(c, "filesystem.mounts", "/a:/b", NULL, NULL), 0);
+	ck_assert_int_eq(nsbox_config_set(c, "environment.pass", "HOME", NULL, NULL), 0);
+	ck_assert_int_eq(nsbox_config_set(c, "filesystem.allowed_roots", "/w", NULL, NULL), 0);
+	ck_assert(config_key_is_list("network.allow"));
+	ck_assert(!config_key_is_list("limits.memory"));
+	ck_assert(config_key_known("audit.keep"));
+	ck_assert(!config_key_known("audit.kept"));
+	/* not a list, or not a key: refused, nothing cleared */
+	ck_assert_int_eq(config_clear_list(c, "limits.memory"), -EINVAL);
+	ck_assert_int_eq(config_clear_list(c, "network.alow"), -EINVAL);
+	ck_assert_uint_eq(c->memory, 512ull << 20);
+	ck_assert_uint_eq(c->allow.n, 1);
+	const char *lists[] = { "network.allow", "filesystem.mounts", "filesystem.forbidden",
+	                        "filesystem.allowed_roots", "workspace.deny_changes",
+	                        "environment.set", "environment.pass" };
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		ck_assert_int_eq(config_clear_list(c, lists[i]), 0);
+	ck_assert_uint_eq(c->allow.n, 0);
+	ck_assert_uint_eq(c->n_mounts, 0);
+	ck_assert_ptr_null(c->mounts);
+	ck_assert_uint_eq(c->forbidden.n, 0);
+	ck_assert_uint_eq(c->allowed_roots.n, 0);
+	ck_assert_uint_eq(c->deny_changes.n, 0);
+	ck_assert_uint_eq(c->env_set.n, 0);
+	ck_assert_uint_eq(c->env_pass.n, 0);
+	nsbox_config_free(c);
+}
+END_TEST
+
+START_TEST(test_add_mount)
+{
+	nsbox_config *c = fresh();
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(config_add_mount(c, "", "/t", false, "/base", NULL, &e), -EINVAL);
+	ck_assert_str_eq(nsbox_error_message(e), "filesystem.mounts: empty mount source");
+	nsbox_error_free(e);
+	ck_assert_int_eq(config_add_mount(c, NULL, "/t", false, "/base", "--volume", NULL), -EINVAL);
+	ck_assert_uint_eq(c->n_mounts, 0);
+	/* relative to the policy file's directory, or kept as given */
+	ck_assert_int_eq(config_add_mount(c, "src", "/t", true, "/base", NULL, NULL), 0);
+	ck_assert_int_eq(config_add_mount(c, "~/x", "/u", false, "/base", NULL, NULL), 0);
+	ck_assert_uint_eq(c->n_mounts, 2);
+	ck_assert_str_eq(c->mounts[0].source, "/base/src");
+	ck_assert(c->mounts[0].read_only);
+	ck_assert_str_eq(c->mounts[1].source, "~/x");
+	ck_assert(!c->mounts[1].read_only);
+	/* A relative source against a working directory that is gone: said,
+	 * not a mount of some other place. (This test runs in a forked child.) */
+	char d[] = "/tmp/nsbox-unit-cwd.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(d));
+	ck_assert_int_eq(chdir(d), 0);
+	ck_assert_int_eq(rmdir(d), 0);
+	e = NULL;
+	ck_assert_int_eq(config_add_mount(c, "rel", "/t", false, NULL, "--volume", &e), -ENOENT);
+	ck_assert_str_eq(nsbox_error_step(e), "config");
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "--volume: resolve relative source 'rel'"));
+	nsbox_error_free(e);
+	ck_assert_uint_eq(c->n_mounts, 2);
+	nsbox_config_free(c);
+}
+END_TEST
+
+START_TEST(test_add_file_and_copy)
+{
+	nsbox_config *c = fresh();
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(nsbox_config_add_file(NULL, "/etc/x", "a", 1, 0644, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "add file: missing argument"));
+	nsbox_error_free(e);
+	ck_assert_int_eq(nsbox_config_add_file(c, NULL, "a", 1, 0644, NULL), -EINVAL);
+	ck_assert_int_eq(nsbox_config_add_file(c, "/etc/x", NULL, 1, 0644, NULL), -EINVAL);
+	const char *bad_paths[] = { "etc/x", "/", "/etc/../x", "/etc//x", "" };
+	for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
+		e = NULL;
+		ck_assert_int_eq(nsbox_config_add_file(c, bad_paths[i], "a", 1, 0644, &e), -EINVAL);
+		char want[128];
+		snprintf(want, sizeof(want), "add file '%s': not an absolute path below '/'", bad_paths[i]);
+		ck_assert_msg(strstr(nsbox_error_message(e), want), "%s", nsbox_error_message(e));
+		nsbox_error_free(e);
+	}
+	ck_assert_int_eq(nsbox_config_add_file(c, "/etc/x", "a", 1, 010000, NULL), -EINVAL);
+	/* Over 64 MiB is refused before a byte is read. */
+	e = NULL;
+	ck_assert_int_eq(nsbox_config_add_file(c, "/big", "a", (64u << 20) + 1, 0644, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "add file '/big': 67108865 bytes is more than 64 MiB"));
+	nsbox_error_free(e);
+	ck_assert_uint_eq(c->n_files, 0);
+	ck_assert_int_eq(nsbox_config_add_file(c, "/etc/empty", NULL, 0, 0600, NULL), 0);
+	ck_assert_int_eq(nsbox_config_add_file(c, "/etc/motd", "hello", 5, 04755, NULL), 0);
+	ck_assert_int_eq(nsbox_config_set(c, "filesystem.mounts", "/a:/b:ro", NULL, NULL), 0);
+	/* A copy is deep: its own strings, the same contents. */
+	nsbox_config *d = NULL;
+	ck_assert_int_eq(config_copy(&d, c), 0);
+	ck_assert_uint_eq(d->n_files, 2);
+	ck_assert_str_eq(d->files[1].path, "/etc/motd");
+	ck_assert_uint_eq(d->files[1].len, 5);
+	ck_assert_int_eq(memcmp(d->files[1].data, "hello", 5), 0);
+	ck_assert_uint_eq(d->files[1].mode, 04755);
+	ck_assert_ptr_ne(d->files[1].data, c->files[1].data);
+	ck_assert_uint_eq(d->files[0].len, 0);
+	ck_assert_uint_eq(d->n_mounts, 1);
+	ck_assert_str_eq(d->mounts[0].source, "/a");
+	ck_assert_str_eq(d->mounts[0].target, "/b");
+	ck_assert(d->mounts[0].read_only);
+	ck_assert_ptr_ne(d->mounts[0].source, c->mounts[0].source);
+	nsbox_config_free(c);
+	ck_assert_str_eq(d->mounts[0].target, "/b");   /* still there once the original is gone */
+	nsbox_config_free(d);
+}
+END_TEST
+
+/* A NULL inside argv: refused, and no half command left. */
+START_TEST(test_command_with_hole)
+{
+	nsbox_config *c = fresh();
+	const char *good[] = { "echo", "hi" };
+	ck_assert_int_eq(nsbox_config_set_command(c, 2, good, NULL), 0);
+	const char *holed[] = { "echo", NULL, "x" };
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(nsbox_config_set_command(c, 3, holed, &e), -EINVAL);
+	ck_assert_str_eq(nsbox_error_step(e), "config");
+	nsbox_error_free(e);
+	ck_assert_uint_eq(c->command.n, 0);
+	ck_assert_int_eq(nsbox_config_set_command(c, 1, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(nsbox_config_set_command(NULL, 1, good, NULL), -EINVAL);
+	nsbox_config_free(c);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("config");
@@ -208,5 +458,12 @@ int main(void)
 	tcase_add_test(tc, test_policy_lists_replace);
 	tcase_add_test(tc, test_standard_policy_is_the_defaults);
 	tcase_add_test(tc, test_command);
+	tcase_add_test(tc, test_hostname_limits);
+	tcase_add_test(tc, test_set_messages);
+	tcase_add_test(tc, test_require_cgroup);
+	tcase_add_test(tc, test_new_and_clear);
+	tcase_add_test(tc, test_add_mount);
+	tcase_add_test(tc, test_add_file_and_copy);
+	tcase_add_test(tc, test_command_with_hole);
 	return unit_run("config", tc);
 }

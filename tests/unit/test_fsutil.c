@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -182,6 +185,105 @@ START_TEST(test_remove_stops_at_mount)
 }
 END_TEST
 
+START_TEST(test_bad_fd)
+{
+	ck_assert_int_eq(empty_dir_at(-1), -EBADF);
+	ck_assert_int_eq(remove_beneath(-1, "x"), -EBADF);
+}
+END_TEST
+
+/* What the walk does where it may not go: run in a child that keeps uid 0
+ * but drops every capability, so a directory of another owner with mode 000
+ * is closed to it (and can't be opened up), as for an unprivileged user
+ * removing a tree holding someone else's directory. Results come back over
+ * a pipe. */
+enum { NO_CAPS_N = 7 };
+
+static void without_caps(int top, int res[NO_CAPS_N])
+{
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2] = { { 0 } };
+		if (syscall(SYS_capset, &h, d) < 0)
+			_exit(99);
+		/* a tree holding another's locked directory */
+		res[0] = remove_tree(at("t"));
+		/* that directory itself, by path and beneath a directory fd */
+		res[1] = remove_tree(at("t/locked"));
+		res[2] = remove_beneath(top, "t");
+		int t = open(at("t"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		res[5] = t < 0 ? -errno : remove_beneath(t, "locked");
+		if (t >= 0)
+			close(t);
+		/* another's directory we may read but not write: its file stays */
+		res[6] = remove_tree(at("w"));
+		/* our own directory, opened and then made unreadable */
+		int u = open(at("u"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		res[3] = u < 0 ? -errno : 0;
+		if (u >= 0) {
+			res[3] = chmod(at("u"), 0300) < 0 ? -errno : 0;
+			res[4] = empty_dir_at(u);
+			close(u);
+		}
+		exit(write(p[1], res, sizeof(int) * NO_CAPS_N) == (ssize_t) (sizeof(int) * NO_CAPS_N) ? 0 : 98);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], res, sizeof(int) * NO_CAPS_N), (ssize_t) (sizeof(int) * NO_CAPS_N));
+	close(p[0]);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+}
+
+START_TEST(test_remove_denied)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_remove_denied: skipped (needs root to give a directory away)\n");
+		return;
+	}
+	ck_assert_int_eq(mkdir_p(at("t/locked"), 0755), 0);
+	touch("t/locked/inner");
+	ck_assert_int_eq(chown(at("t/locked"), 1000, 1000), 0);
+	ck_assert_int_eq(chmod(at("t/locked"), 0), 0);
+	ck_assert_int_eq(mkdir(at("u"), 0755), 0);
+	touch("u/f");
+	ck_assert_int_eq(mkdir_p(at("w/ro"), 0755), 0);
+	touch("w/ro/f");
+	ck_assert_int_eq(chown(at("w/ro"), 1000, 1000), 0);
+	ck_assert_int_eq(chmod(at("w/ro"), 0555), 0);
+	int top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(top, 0);
+	int res[NO_CAPS_N] = { 0 };
+	struct stat st;
+	without_caps(top, res);
+	close(top);
+	ck_assert_int_eq(res[0], -EACCES);
+	ck_assert_int_eq(res[1], -EACCES);
+	ck_assert_int_eq(res[2], -EACCES);
+	ck_assert_int_eq(res[3], 0);
+	ck_assert_int_eq(res[4], -EACCES);
+	ck_assert_int_eq(res[5], -EACCES);
+	ck_assert_int_eq(res[6], -EACCES);
+	ck_assert(exists("w/ro/f"));
+	ck_assert_int_eq(lstat(at("w/ro"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0555);
+	/* Nothing beyond the refusal was removed, and the mode stayed. */
+	ck_assert_int_eq(lstat(at("t/locked"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0);
+	ck_assert_uint_eq(st.st_uid, 1000);
+	ck_assert(exists("t/locked/inner"));
+	ck_assert(exists("u/f"));
+	ck_assert_int_eq(chmod(at("u"), 0755), 0);
+	ck_assert_int_eq(remove_tree(at("t")), 0);
+	ck_assert(!exists("t"));
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("fsutil");
@@ -191,5 +293,7 @@ int main(void)
 	tcase_add_test(tc, test_remove_deep);
 	tcase_add_test(tc, test_remove_beneath_names);
 	tcase_add_test(tc, test_remove_stops_at_mount);
+	tcase_add_test(tc, test_bad_fd);
+	tcase_add_test(tc, test_remove_denied);
 	return unit_run("fsutil", tc);
 }

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "image_digest.h"
@@ -220,6 +223,81 @@ START_TEST(test_digest_beside)
 }
 END_TEST
 
+/* What a walk that cannot read part of the tree gives: the errno and the
+ * path, and no digest. Run in a child that keeps uid 0 but drops every
+ * capability, so that mode 000 is closed to it (and its coverage data can
+ * still be written at exit). */
+typedef struct outcome { int r; char msg[240]; char out[IMAGE_DIGEST_LEN]; } outcome;
+
+static void digest_without_caps(const int *fds, outcome *res, int n)
+{
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2] = { { 0 } };
+		if (syscall(SYS_capset, &h, d) < 0)
+			_exit(99);
+		for (int i = 0; i < n; i++) {
+			nsbox_error *e = NULL;
+			memset(&res[i], 0, sizeof(res[i]));
+			res[i].r = image_tree_digest(fds[i], res[i].out, &e);
+			snprintf(res[i].msg, sizeof(res[i].msg), "%s", e ? nsbox_error_message(e) : "");
+			nsbox_error_free(e);
+		}
+		exit(write(p[1], res, sizeof(*res) * (size_t) n) == (ssize_t) (sizeof(*res) * (size_t) n) ? 0 : 98);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], res, sizeof(*res) * (size_t) n), (ssize_t) (sizeof(*res) * (size_t) n));
+	close(p[0]);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+START_TEST(test_digest_unreadable)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_digest_unreadable: skipped (needs root, for files it cannot open)\n");
+		return;
+	}
+	ck_assert_int_eq(mkdir(at("x"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("x/a"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("x/a/locked"), 0), 0);
+	ck_assert_int_eq(mkdir(at("y"), 0755), 0);
+	put("y/secret", "s");
+	ck_assert_int_eq(chmod(at("y/secret"), 0), 0);
+	int fds[2] = { open(at("x"), O_RDONLY | O_DIRECTORY | O_CLOEXEC), open(at("y"), O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+	ck_assert_int_ge(fds[0], 0);
+	ck_assert_int_ge(fds[1], 0);
+	outcome res[2];
+	digest_without_caps(fds, res, 2);
+	ck_assert_int_eq(res[0].r, -EACCES);
+	ck_assert_msg(strstr(res[0].msg, "digest: open directory '/a/locked'"), "%s", res[0].msg);
+	ck_assert_str_eq(res[0].out, "");
+	ck_assert_int_eq(res[1].r, -EACCES);
+	ck_assert_msg(strstr(res[1].msg, "digest: open '/secret'"), "%s", res[1].msg);
+	ck_assert_str_eq(res[1].out, "");
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+START_TEST(test_digest_bad_fd)
+{
+	char out[IMAGE_DIGEST_LEN] = "";
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(image_tree_digest(-1, out, &e), -EBADF);
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "digest: the root filesystem"));
+	ck_assert_str_eq(nsbox_error_step(e), "image");
+	nsbox_error_free(e);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("image_digest");
@@ -228,5 +306,7 @@ int main(void)
 	tcase_add_test(tc, test_digest_too_deep);
 	tcase_add_test(tc, test_digest_strings);
 	tcase_add_test(tc, test_digest_beside);
+	tcase_add_test(tc, test_digest_unreadable);
+	tcase_add_test(tc, test_digest_bad_fd);
 	return unit_run("image_digest", tc);
 }

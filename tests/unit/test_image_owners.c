@@ -212,6 +212,79 @@ START_TEST(test_shift_limits)
 }
 END_TEST
 
+/* A name the replace pass needs for its copy is taken by a directory (an
+ * interrupted pass cannot leave one; a hostile owner could): the pass stops
+ * with -EEXIST and the file keeps its owner and content, never chowned in
+ * place. */
+START_TEST(test_shift_replace_name_taken)
+{
+	if (!root_or_skip("test_shift_replace_name_taken"))
+		return;
+	ck_assert_int_eq(mkdir(at("img"), 0755), 0);
+	put("img/f", "payload", 1000, 1000);
+	char tmp[80];
+	snprintf(tmp, sizeof(tmp), "img/.nsbox-shift-%d", (int) getpid());
+	ck_assert_int_eq(mkdir(at(tmp), 0755), 0);
+	int fd = open_dir("img");
+	unsigned long overflow = 0;
+	ck_assert_int_eq(shift_tree(fd, BASE, BASE, true, &overflow), -EEXIST);
+	close(fd);
+	struct stat st = st_of("img/f");
+	ck_assert_uint_eq(st.st_uid, 1000);
+	ck_assert_uint_eq(st.st_size, 7);
+	ck_assert(S_ISDIR(st_of(tmp).st_mode));
+	ck_assert_uint_eq(st_of("img").st_uid, 0);   /* the root last: not reached */
+}
+END_TEST
+
+/* A directory that cannot be chowned (a read-only mount) stops the walk
+ * before anything in it is touched, and the image root stays unshifted. */
+START_TEST(test_shift_read_only)
+{
+	if (!root_or_skip("test_shift_read_only"))
+		return;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "test_shift_read_only: skipped (no mount namespace)\n");
+		return;
+	}
+	ck_assert_int_eq(mkdir(at("img"), 0755), 0);
+	ck_assert_int_eq(mount("tmpfs", at("img"), "tmpfs", 0, "size=64k,mode=0755"), 0);
+	ck_assert_int_eq(mkdir(at("img/d"), 0755), 0);
+	ck_assert_int_eq(lchown(at("img/d"), 1000, 1000), 0);
+	put("img/d/f", "x", 1000, 1000);
+	ck_assert_int_eq(mount(NULL, at("img"), NULL, MS_REMOUNT | MS_RDONLY, NULL), 0);
+	int fd = open_dir("img");
+	unsigned long overflow = 0;
+	ck_assert_int_eq(shift_tree(fd, BASE, BASE, false, &overflow), -EROFS);
+	close(fd);
+	ck_assert_uint_eq(st_of("img/d").st_uid, 1000);
+	ck_assert_uint_eq(st_of("img/d/f").st_uid, 1000);
+	ck_assert_uint_eq(st_of("img").st_uid, 0);
+	ck_assert_int_eq(umount(at("img")), 0);
+}
+END_TEST
+
+START_TEST(test_shift_bad_fd)
+{
+	unsigned long overflow = 0;
+	ck_assert_int_eq(shift_tree(-1, BASE, BASE, false, &overflow), -EBADF);
+	ck_assert_uint_eq(overflow, 0);
+	/* The store's wrapper says which image and which step. */
+	root_ids ri;
+	ck_assert_int_eq(idmap_root_ids("/etc/subuid", "/etc/subgid", &ri, NULL), 0);
+	if (ri.conflict_file) {
+		fprintf(stderr, "test_shift_bad_fd: wrapper part skipped (range conflict in %s)\n", ri.conflict_file);
+		return;
+	}
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(image_shift_owners(-1, false, "image 'x'", &e), -EBADF);
+	ck_assert_int_eq(nsbox_error_errno(e), EBADF);
+	ck_assert_str_eq(nsbox_error_step(e), "image");
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "image 'x': shift the owners into root's sandbox range"));
+	nsbox_error_free(e);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("image_owners");
@@ -219,5 +292,8 @@ int main(void)
 	tcase_add_test(tc, test_shift_ids);
 	tcase_add_test(tc, test_shift_replace);
 	tcase_add_test(tc, test_shift_limits);
+	tcase_add_test(tc, test_shift_replace_name_taken);
+	tcase_add_test(tc, test_shift_read_only);
+	tcase_add_test(tc, test_shift_bad_fd);
 	return unit_run("image_owners", tc);
 }

@@ -235,6 +235,57 @@ static const struct { const char *text, *error; } bad[] = {
 	{ "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [ {\"names\": [\"socket\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [ {\"index\": 0, \"value\": 1, \"op\": \"SCMP_CMP_WEIRD\"} ]} ]}",
 	  "syscalls[0] ('socket'...): unsupported op 'SCMP_CMP_WEIRD'" },
 	{ "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"listenerPath\": \"/x\"}", "unsupported key 'listenerPath'" },
+	/* Docker's format, every construct it cannot honour: an error naming
+	 * the entry, never a rule silently dropped or widened. */
+#define DOCKER(entries) "{defaultAction: SCMP_ACT_ERRNO, syscalls: [" entries "]}"
+	{ "{defaultAction: [SCMP_ACT_ALLOW]}", "unsupported defaultAction '?'" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, defaultErrnoRet: 0}", "1:50: defaultErrnoRet must be 1 to 4095" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, defaultErrnoRet: -1}", "defaultErrnoRet must be 1 to 4095" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, defaultErrnoRet: 4096}", "defaultErrnoRet must be 1 to 4095" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, archMap: x86}", "archMap must be a list" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, archMap: [ {architecture: SCMP_ARCH_X86_64, flavour: x} ]}",
+	  "unsupported key 'flavour' in archMap" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, archMap: [ {architecture: SCMP_ARCH_X86_64, subArchitectures: [SCMP_ARCH_VAX]} ]}",
+	  "unknown architecture 'SCMP_ARCH_VAX'" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, archMap: [ {architecture: SCMP_ARCH_X86_64, subArchitectures: [SCMP_ARCH_]} ]}",
+	  "unknown architecture 'SCMP_ARCH_'" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, architectures: SCMP_ARCH_X86_64}", "architectures must be a list" },
+	{ "{syscalls: []}", "1:1: a Docker profile needs 'defaultAction'" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, syscalls: {names: [read]}}", "'syscalls' must be a list" },
+	{ "{defaultAction: SCMP_ACT_ERRNO, ? [a] : b}", "keys must be scalars" },
+	{ DOCKER("read"), "1:44: a syscalls entry must be a mapping" },
+	{ DOCKER("{action: SCMP_ACT_ALLOW}"), "an entry needs 'names'" },
+	{ DOCKER("{names: [read]}"), "syscalls[0] ('read'...): an entry needs an 'action'" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW}, {names: [write], action: SCMP_ACT_TRACE}"),
+	  "syscalls[1] ('write'...): unsupported action 'SCMP_ACT_TRACE'" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, ? [x] : y}"), "('read'...): keys must be scalars" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ERRNO, errnoRet: 0}"), "errnoRet must be 1 to 4095" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ERRNO, errnoRet: -1}"), "errnoRet must be 1 to 4095" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ERRNO, errnoRet: 4096}"), "errnoRet must be 1 to 4095" },
+	/* the first error is the one said, the rest of the entry unread */
+	{ DOCKER("{names: [read], action: SCMP_ACT_BOGUS, errnoRet: 0, flavour: x}"), "unsupported action 'SCMP_ACT_BOGUS'" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, flavour: x}"), "('read'...): unsupported key 'flavour'" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: [caps]}"), "'includes' must be a mapping" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, excludes: x}"), "'excludes' must be a mapping" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: {minKernel: '4.8', bits: 64}}"),
+	  "unsupported key 'bits' in includes" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, excludes: {bits: 64}}"), "unsupported key 'bits' in excludes" },
+	{ DOCKER("{names: [socket], action: SCMP_ACT_ALLOW, args: {index: 0}}"), "('socket'...): args must be a list" },
+	{ DOCKER("{names: [socket], action: SCMP_ACT_ALLOW, args: [0]}"), "an argument condition must be a mapping" },
+	{ DOCKER("{names: [socket], action: SCMP_ACT_ALLOW, args: [ {index: 6, value: 1, op: SCMP_CMP_EQ} ]}"),
+	  "unsupported argument condition 'index: 6'" },
+	{ DOCKER("{names: [socket], action: SCMP_ACT_ALLOW, args: [ {index: 0, value: -1, op: SCMP_CMP_EQ} ]}"),
+	  "unsupported argument condition 'value: -1'" },
+	{ DOCKER("{names: [socket], action: SCMP_ACT_ALLOW, args: [ {index: 0, value: 1x, op: SCMP_CMP_EQ} ]}"),
+	  "unsupported argument condition 'value: 1x'" },
+	{ DOCKER("{names: [socket], action: SCMP_ACT_ALLOW, args: [ {index: 0, op: [SCMP_CMP_EQ]} ]}"),
+	  "unsupported argument condition 'op: ?'" },
+	{ DOCKER("{names: [socket], action: SCMP_ACT_ALLOW, args: [ {index: 0, value: 1} ]}"), "unsupported op '(none)'" },
+	{ DOCKER("{names: [socket], action: SCMP_ACT_ALLOW, args: [ {index: 0, value: 1, op: SCMP_CMP_EQ},"
+	         "{index: 1, value: 1, op: SCMP_CMP_EQ}, {index: 2, value: 1, op: SCMP_CMP_EQ},"
+	         "{index: 3, value: 1, op: SCMP_CMP_EQ}, {index: 4, value: 1, op: SCMP_CMP_EQ},"
+	         "{index: 5, value: 1, op: SCMP_CMP_EQ}, {index: 0, value: 2, op: SCMP_CMP_EQ} ]}"),
+	  "more than 6 argument conditions" },
 };
 
 START_TEST(test_bad_profiles)
@@ -249,6 +300,61 @@ START_TEST(test_bad_profiles)
 }
 END_TEST
 
+/* Docker profiles that parse: what each entry becomes, or that it is left
+ * out because it is not for an unprivileged x86_64 sandbox on this kernel. */
+static const struct {
+	const char *text;
+	size_t n_allow, n_arches;
+	enum sc_action action;   /* of the first rule */
+	int errnum;
+	const char *first;       /* its first syscall */
+} docker_good[] = {
+	{ "{defaultAction: SCMP_ACT_ERRNO}", 0, 0, 0, 0, NULL },
+	{ DOCKER("{name: getpid, action: SCMP_ACT_KILL_THREAD}"), 1, 0, SC_KILL, EPERM, "getpid" },
+	{ DOCKER("{names: [getpid, getppid], action: SCMP_ACT_LOG, comment: x}"), 1, 0, SC_LOG, EPERM, "getpid" },
+	{ "{defaultAction: SCMP_ACT_ALLOW, defaultErrnoRet: 38, syscalls: [ {names: [mount], action: SCMP_ACT_ERRNO} ]}",
+	  1, 0, SC_ERRNO, 38, "mount" },
+	{ DOCKER("{names: [mount], action: SCMP_ACT_ERRNO, errnoRet: 13}"), 1, 0, SC_ERRNO, 13, "mount" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, args: null}"), 1, 0, SC_ALLOW, EPERM, "read" },
+	/* an arches list given as a scalar matches nothing: left out */
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: {arches: amd64}}"), 0, 0, 0, 0, NULL },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: {arches: [s390x]}}"), 0, 0, 0, 0, NULL },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: {arches: [amd64], caps: []}}"), 1, 0, SC_ALLOW, EPERM, "read" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: {caps: [CAP_SYS_ADMIN]}}"), 0, 0, 0, 0, NULL },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, excludes: {caps: [CAP_SYS_ADMIN]}}"), 1, 0, SC_ALLOW, EPERM, "read" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, excludes: {arches: [x86_64]}}"), 0, 0, 0, 0, NULL },
+	/* minKernel: this kernel is newer than 1.0 and older than 999.0; a
+	 * version that is not one is taken as met */
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: {minKernel: '999.0'}}"), 0, 0, 0, 0, NULL },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: {minKernel: '1.0'}}"), 1, 0, SC_ALLOW, EPERM, "read" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, includes: {minKernel: new}}"), 1, 0, SC_ALLOW, EPERM, "read" },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, excludes: {minKernel: '1.0'}}"), 0, 0, 0, 0, NULL },
+	{ DOCKER("{names: [read], action: SCMP_ACT_ALLOW, excludes: {minKernel: '999.0'}}"), 1, 0, SC_ALLOW, EPERM, "read" },
+	/* archMap: only x86_64's entry counts; sub-architectures in either case */
+	{ "{defaultAction: SCMP_ACT_ERRNO, architectures: [SCMP_ARCH_X86_64], archMap: ["
+	  "{architecture: SCMP_ARCH_AARCH64, subArchitectures: [SCMP_ARCH_VAX]},"
+	  "{architecture: SCMP_ARCH_X86_64, subArchitectures: [SCMP_ARCH_X86, SCMP_ARCH_X32]}]}", 0, 2, 0, 0, NULL },
+};
+
+START_TEST(test_docker_good)
+{
+	sc_profile *p = NULL;
+	nsbox_error *e = NULL;
+	int r = sc_profile_parse(docker_good[_i].text, strlen(docker_good[_i].text), "good.json", &p, &e);
+	ck_assert_msg(r == 0, "%s: %s", docker_good[_i].text, e ? nsbox_error_message(e) : "");
+	ck_assert_uint_eq(p->n_allow, docker_good[_i].n_allow);
+	ck_assert_uint_eq(p->n_arches, docker_good[_i].n_arches);
+	ck_assert_uint_eq(p->n_deny, 0);
+	if (docker_good[_i].first) {
+		ck_assert_int_eq(p->allow[0].action, docker_good[_i].action);
+		ck_assert_str_eq(p->allow[0].syscalls[0], docker_good[_i].first);
+		if (p->allow[0].action == SC_ERRNO)
+			ck_assert_int_eq(p->allow[0].errnum, docker_good[_i].errnum);
+	}
+	sc_profile_free(p);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("seccomp");
@@ -258,5 +364,6 @@ int main(void)
 	tcase_add_test(tc, test_docker_profile);
 	tcase_add_test(tc, test_i386_is_killed);
 	tcase_add_loop_test(tc, test_bad_profiles, 0, sizeof(bad) / sizeof(bad[0]));
+	tcase_add_loop_test(tc, test_docker_good, 0, sizeof(docker_good) / sizeof(docker_good[0]));
 	return unit_run("seccomp", tc);
 }
