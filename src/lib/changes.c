@@ -427,9 +427,15 @@ int ws_scan(const char *upper, const char *lower, const strv *deny, ws_change **
 {
 	scan s = { .deny = deny };
 	int u = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ue = u < 0 ? errno : 0;
 	int l = open(lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (u < 0) {
-		int e = errno;
+	/* No lower layer is a new workspace; one that cannot be read is no
+	 * reason to report its deletions and denied paths as absent. */
+	int le = l < 0 && errno != ENOENT ? errno : 0;
+	if (ue || le) {
+		int e = ue ? ue : le;
+		if (u >= 0)
+			close(u);
 		if (l >= 0)
 			close(l);
 		return -e;

@@ -388,6 +388,39 @@ START_TEST(test_unreadable_lower_dir_denied)
 }
 END_TEST
 
+/* A lower layer that exists but cannot be read (mode 000, a caller without
+ * CAP_DAC_OVERRIDE): the scan fails with EACCES instead of taking it as a
+ * new workspace, where deletions and replaced denied paths are not seen. */
+START_TEST(test_unreadable_lower_layer)
+{
+	sh(upper, "echo new >f");
+	ck_assert_int_eq(chmod(lower, 0), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+		if (syscall(SYS_capget, &h, d) < 0)
+			_exit(101);
+		d[0].effective &= ~((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH));
+		if (syscall(SYS_capset, &h, d) < 0)
+			_exit(102);
+		ws_change *v = NULL;
+		size_t n = 0;
+		int r = ws_scan(upper, lower, NULL, &v, &n, NULL);
+		if (r == 0)
+			ws_changes_free(v, n);
+		coverage_dump();
+		_exit(r == 0 ? 0 : r == -EACCES && !v ? 1 : 2);
+	}
+	int st = 0;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(chmod(lower, 0755), 0);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 1);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("ws_scan");
@@ -403,5 +436,6 @@ int main(void)
 	tcase_add_test(tc, test_too_deep_in_both_layers);
 	tcase_add_test(tc, test_no_fds_left);
 	tcase_add_test(tc, test_unreadable_lower_dir_denied);
+	tcase_add_test(tc, test_unreadable_lower_layer);
 	return unit_run("ws_scan", tc);
 }
