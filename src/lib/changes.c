@@ -117,7 +117,9 @@ static bool could_match_below(const strv *deny, const char *dir)
 /* Does a deny rule match something below the lower layer's directory
  * `name` in `ldir` (at `rel`)? A directory replaced by a file or symlink
  * changes all of it: ".git" made a symlink rewrites ".git/config". The
- * walk is iterative and bounded; too deep counts as denied. */
+ * walk is iterative and bounded; too deep counts as denied, and so does a
+ * directory the scan may not read (mode 000 in the project) when a rule
+ * could match something below it. */
 static bool below_denied(const strv *deny, int ldir, const char *name, const char *rel)
 {
 	if (!deny || !deny->n)
@@ -132,7 +134,8 @@ static bool below_denied(const strv *deny, int ldir, const char *name, const cha
 			closedir(st[0]);
 		else if (fd >= 0)
 			close(fd);
-		return fd >= 0;   /* a directory we cannot read: fail closed */
+		/* What it holds is unknown: fail closed. */
+		return fd >= 0 || could_match_below(deny, rel);
 	}
 	for (;;) {
 		struct dirent *e = denied ? NULL : readdir(st[top]);
@@ -152,6 +155,8 @@ static bool below_denied(const strv *deny, int ldir, const char *name, const cha
 		          : openat(dirfd(st[top]), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub >= 0 && top + 1 >= WS_MAX_DEPTH)
 			denied = true;
+		else if (sub < 0 && !denied && e->d_type == DT_DIR)
+			denied = could_match_below(deny, path);   /* unreadable: fail closed */
 		DIR *d = sub >= 0 && !denied ? fdopendir(sub) : NULL;
 		if (d) {
 			st[++top] = d;
@@ -422,9 +427,15 @@ int ws_scan(const char *upper, const char *lower, const strv *deny, ws_change **
 {
 	scan s = { .deny = deny };
 	int u = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ue = u < 0 ? errno : 0;
 	int l = open(lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (u < 0) {
-		int e = errno;
+	/* No lower layer is a new workspace; one that cannot be read is no
+	 * reason to report its deletions and denied paths as absent. */
+	int le = l < 0 && errno != ENOENT ? errno : 0;
+	if (ue || le) {
+		int e = ue ? ue : le;
+		if (u >= 0)
+			close(u);
 		if (l >= 0)
 			close(l);
 		return -e;

@@ -122,11 +122,111 @@ START_TEST(test_log_errors)
 }
 END_TEST
 
+/* ---- result.c: what a failed step and a failed run say ----------------- */
+
+static void step_is(const nsbox_plan *p, int step, int index, int err, const char *id, const char *message)
+{
+	msg m = { .type = MSG_ERROR, .step = step, .index = index, .err = err };
+	nsbox_error *e = NULL;
+	ck_assert_int_eq(step_error(p, &m, &e), -err);
+	ck_assert_str_eq(nsbox_error_step(e), id);
+	ck_assert_str_eq(nsbox_error_message(e), message);
+	ck_assert_int_eq(nsbox_error_errno(e), err);
+	nsbox_error_free(e);
+}
+
+/* Each step names what it worked on, and the hints a user can act on come
+ * only with the errors they explain. */
+START_TEST(test_step_error)
+{
+	mount_op ops[2] = { { .target = "data", .desc = "bind '/srv/data' on '/data'", .flags = OPF_MKPOINT },
+	                    { .target = "proc", .desc = "mount proc on '/proc'" } };
+	char *argv[] = { "/bin/true", NULL };
+	nsbox_plan p = { .ops = ops, .n_ops = 2, .rootfs_path = "/srv/img", .workdir = "/work",
+	                 .argv = argv, .hostname = "box" };
+	step_is(&p, STEP_ROOT, -1, EACCES, "rootfs",
+	        "set up root filesystem '/srv/img': Permission denied (hint: the root filesystem must be "
+	        "readable and searchable by other users (chmod 755))");
+	step_is(&p, STEP_ROOT, -1, ENOENT, "rootfs", "set up root filesystem '/srv/img': No such file or directory");
+	step_is(&p, STEP_MOUNT_OP, 0, EROFS, "mount",
+	        "set up mounts: bind '/srv/data' on '/data': Read-only file system (hint: the mount point does "
+	        "not exist in the read-only image: create it there, or mount below /tmp)");
+	/* The same error on an op that does not create its mount point: no hint. */
+	step_is(&p, STEP_MOUNT_OP, 1, EROFS, "mount", "set up mounts: mount proc on '/proc': Read-only file system");
+	step_is(&p, STEP_MOUNT_OP, 1, EPERM, "mount",
+	        "set up mounts: mount proc on '/proc': Operation not permitted (hint: mounting proc needs an "
+	        "unobstructed /proc on the host; masked /proc paths in a container block it)");
+	/* An index the plan does not have (a hostile or broken child): no
+	 * op is read, the step is still named. */
+	step_is(&p, STEP_MOUNT_OP, 2, EPERM, "mount", "set up mounts: Operation not permitted");
+	step_is(&p, STEP_MOUNT_OP, -7, EROFS, "mount", "set up mounts: Read-only file system");
+	step_is(&p, STEP_MOUNT_OP, 0, EXDEV, "mount",
+	        "set up mounts: bind '/srv/data' on '/data': Invalid cross-device link (hint: the path was "
+	        "replaced while the sandbox was set up; run again)");
+	step_is(&p, STEP_CHDIR, -1, ENOENT, "chdir",
+	        "change to the working directory '/work': No such file or directory (hint: the working "
+	        "directory does not exist in the image)");
+	step_is(&p, STEP_EXEC, -1, ENOENT, "exec", "execute the command '/bin/true': No such file or directory");
+	step_is(&p, STEP_HOSTNAME, -1, EPERM, "hostname", "set hostname 'box': Operation not permitted");
+	step_is(&p, STEP_SETUID, -1, EPERM, "setup", "set user id: Operation not permitted");
+	/* A step number out of range: generic words, no read past the tables. */
+	step_is(&p, STEP__MAX + 3, -1, EIO, "setup", "set up the sandbox: Input/output error");
+	step_is(&p, -1, -1, EIO, "setup", "set up the sandbox: Input/output error");
+}
+END_TEST
+
+START_TEST(test_result_new_failed)
+{
+	nsbox_error *why = NULL, *e = NULL;
+	(void) nsbox_err(&why, ENOENT, "config", "read policy '%s'", "/p.yaml");
+	ck_assert_int_eq(nsbox_result_new_failed(NULL, why, NULL, &e), -EINVAL);
+	ck_assert_str_eq(nsbox_error_message(e), "build result: no output pointer: Invalid argument");
+	nsbox_error_free(e);
+	nsbox_result *r = NULL;
+	ck_assert_int_eq(nsbox_result_new_failed(NULL, why, &r, NULL), 0);
+	ck_assert_int_eq(nsbox_result_status(r), NSBOX_STATUS_SETUP_FAILED);
+	ck_assert_int_eq(nsbox_result_exit_status(r), 125);
+	ck_assert_int_eq(nsbox_result_exit_code(r), -1);
+	ck_assert_str_eq(nsbox_error_message(nsbox_result_error(r)), "read policy '/p.yaml': No such file or directory");
+	ck_assert_ptr_ne(nsbox_result_error(r), why);   /* a copy: the caller frees its own */
+	ck_assert_uint_eq(strlen(r->id), 32);
+	nsbox_error_free(why);
+	/* A status outside the enum (a corrupted record) still maps to the
+	 * setup-failure exit status, never to 0. */
+	r->status = (nsbox_status) 42;
+	ck_assert_int_eq(nsbox_result_exit_status(r), 125);
+	ck_assert_str_eq(nsbox_status_name(r->status), "unknown");
+	nsbox_result_free(r);
+}
+END_TEST
+
+/* pid 1 ended without a payload exit, a kill or an error report: the run
+ * is a setup failure with the reason, never "exited 0". */
+START_TEST(test_result_init_died_silently)
+{
+	nsbox_plan plan = { .namespaces_json = "{}", .network = "none" };
+	nsbox_sandbox sb = { .plan = &plan, .init_status = 3 };
+	nsbox_result *r = NULL;
+	ck_assert_int_eq(result_from_sandbox(&sb, &r, NULL), 0);
+	ck_assert_int_eq(nsbox_result_status(r), NSBOX_STATUS_SETUP_FAILED);
+	ck_assert_int_eq(nsbox_result_exit_status(r), 125);
+	const nsbox_error *e = nsbox_result_error(r);
+	ck_assert_str_eq(nsbox_error_step(e), "setup");
+	ck_assert_int_eq(nsbox_error_errno(e), EPROTO);
+	ck_assert_str_eq(nsbox_error_message(e),
+	                 "supervise the sandbox: pid 1 exited with status 3 before reporting: Protocol error");
+	nsbox_result_free(r);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("audit_line");
 	tcase_add_test(tc, test_line_without_policy);
 	tcase_add_test(tc, test_line_too_long);
 	tcase_add_test(tc, test_log_errors);
+	tcase_add_test(tc, test_step_error);
+	tcase_add_test(tc, test_result_new_failed);
+	tcase_add_test(tc, test_result_init_died_silently);
 	return unit_run("audit_line", tc);
 }

@@ -896,6 +896,85 @@ START_TEST(test_check_api)
 }
 END_TEST
 
+/* Allow no new file descriptor (the limit at the lowest free one); the
+ * old limit in *old. */
+static void no_fds_left(struct rlimit *old)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, old), 0);
+	struct rlimit lim = *old;
+	lim.rlim_cur = (rlim_t) fd;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+}
+
+static const char *check_detail(const nsbox_check *c, const char *name, nsbox_check_status *st)
+{
+	for (size_t i = 0; i < nsbox_check_count(c); i++) {
+		const char *n = NULL, *d = NULL;
+		ck_assert_int_eq(nsbox_check_item(c, i, &n, st, &d, NULL), 0);
+		if (!strcmp(n, name))
+			return d;
+	}
+	ck_abort_msg("no check item '%s'", name);
+	return NULL;
+}
+
+/* Probes that cannot run (no descriptor for a pidfd, a sysctl or a file)
+ * are reported missing with the reason, never as working, and a default
+ * run is not said to work. */
+START_TEST(test_check_without_fds)
+{
+	struct rlimit old;
+	no_fds_left(&old);
+	nsbox_check *c = NULL;
+	int r = nsbox_check_run(&c, NULL);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_int_eq(r, 0);
+	nsbox_check_status st = NSBOX_CHECK_OK;
+	ck_assert_str_eq(check_detail(c, "user namespaces", &st),
+	                 "Too many open files (kernel.unprivileged_userns_clone=n/a, user.max_user_namespaces=n/a, "
+	                 "apparmor_restrict_unprivileged_userns=n/a)");
+	ck_assert_int_eq(st, NSBOX_CHECK_MISSING);
+	ck_assert_str_eq(check_detail(c, "all namespaces", &st),
+	                 "user, pid, mount, net, ipc, uts, cgroup: Too many open files");
+	ck_assert_int_eq(st, NSBOX_CHECK_MISSING);
+	ck_assert_str_eq(check_detail(c, "overlay in a user namespace", &st), "Too many open files");
+	ck_assert_int_eq(st, NSBOX_CHECK_MISSING);
+	ck_assert(!nsbox_check_default_run_works(c));
+	char *json = NULL;
+	ck_assert_int_eq(nsbox_check_to_json(c, &json, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(json, "{\"default_run_works\":false,"));
+	ck_assert_ptr_nonnull(strstr(json, "\"name\":\"overlay in a user namespace\",\"status\":\"missing\""));
+	free(json);
+	nsbox_check_free(c);
+}
+END_TEST
+
+/* The id-map helper cannot be started (no descriptor for its pidfd): the
+ * error names it, and nothing was run. */
+START_TEST(test_idmap_helper_cannot_start)
+{
+	char pu[24] = "", pg[24] = "";
+	char *ua[] = { (char *) "/usr/bin/newuidmap", pu, (char *) "0", (char *) "1073741824", (char *) "1", NULL };
+	char *ga[] = { (char *) "/usr/bin/newgidmap", pg, (char *) "0", (char *) "1073741824", (char *) "1", NULL };
+	nsbox_plan p = { .use_newidmap = true, .newuidmap_argv = ua, .newgidmap_argv = ga };
+	nsbox_error *e = NULL;
+	struct rlimit old;
+	no_fds_left(&old);
+	int r = idmap_write(&p, getpid(), &e);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_int_eq(r, -EMFILE);
+	ck_assert_str_eq(nsbox_error_message(e), "start '/usr/bin/newuidmap': Too many open files");
+	ck_assert_str_eq(nsbox_error_step(e), "idmap");
+	nsbox_error_free(e);
+	/* No child is left to reap. */
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG | __WALL), -1);
+	ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
 /* ---- idmap.c: writing the maps ----------------------------------------- */
 
 /* A child in a new user namespace, waiting for `go` to close. */
@@ -1035,6 +1114,8 @@ int main(void)
 	tcase_add_test(tt, test_subid_unreadable);
 	tcase_add_test(tc, test_limits_apply);
 	tcase_add_test(tc, test_check_api);
+	tcase_add_test(tc, test_check_without_fds);
+	tcase_add_test(tc, test_idmap_helper_cannot_start);
 	tcase_add_test(tc, test_idmap_write);
 	tcase_add_test(tc, test_limits_plan_fsize);
 	Suite *s = suite_create("hostlib");

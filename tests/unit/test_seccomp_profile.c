@@ -203,6 +203,20 @@ START_TEST(test_load_text)
 	ck_assert_uint_eq(len, 1 << 20);
 	free(text);
 	free(origin);
+	/* A regular file whose read fails (a sysfs attribute loopback has no
+	 * value for): the read's error, not an empty profile. */
+	const char *unreadable = "/sys/class/net/lo/speed";
+	if (access(unreadable, R_OK) == 0) {
+		text = origin = NULL;
+		ck_assert_int_eq(sc_profile_load_text(unreadable, &text, &len, &origin, &e), -EINVAL);
+		ck_assert_str_eq(nsbox_error_message(e), "read seccomp profile '/sys/class/net/lo/speed': Invalid argument");
+		ck_assert_ptr_null(text);
+		ck_assert_ptr_null(origin);
+		nsbox_error_free(e);
+		e = NULL;
+	} else {
+		fprintf(stderr, "skipped: no %s to fail a read\n", unreadable);
+	}
 }
 END_TEST
 

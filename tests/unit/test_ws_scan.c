@@ -10,12 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "coverage.h"
 #include "fsutil.h"
 #include "strv.h"
 #include "unit.h"
@@ -234,6 +239,188 @@ START_TEST(test_escape_utf8)
 }
 END_TEST
 
+/* A chain of `depth` directories named d under dir/name. */
+static void chain(const char *dir, const char *name, int depth)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(mkdirat(fd, name, 0755), 0);
+	int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(sub, 0);
+	close(fd);
+	fd = sub;
+	for (int i = 0; i < depth; i++) {
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		sub = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_ge(sub, 0);
+		close(fd);
+		fd = sub;
+	}
+	close(fd);
+}
+
+/* A lower directory deeper than the scan reads, replaced by a file: what
+ * is below it is unknown, so with deny rules the change is denied (fail
+ * closed); a shallow one no rule matches is not. */
+START_TEST(test_replaced_deep_dir_denied)
+{
+	chain(lower, "deep", WS_MAX_DEPTH + 4);
+	sh(lower, "mkdir -p shallow/a/b && echo x >shallow/a/b/f");
+	sh(upper, "echo file >deep && echo file >shallow");
+	strv deny = { 0 };
+	ck_assert_int_eq(strv_push(&deny, "**/*.key"), 0);
+	ws_change *v = NULL;
+	size_t n = 0;
+	ck_assert_int_eq(ws_scan(upper, lower, &deny, &v, &n, NULL), 0);
+	ck_assert_uint_eq(n, 2);
+	expect(v, n, "deep", "type_changed", "file");
+	ck_assert(find(v, n, "deep")->denied);
+	expect(v, n, "shallow", "type_changed", "file");
+	ck_assert(!find(v, n, "shallow")->denied);
+	ws_changes_free(v, n);
+	strv_clear(&deny);
+}
+END_TEST
+
+/* The same too-deep tree in both layers: the scan says where it stopped
+ * (one error), and reports nothing above it as changed. */
+START_TEST(test_too_deep_in_both_layers)
+{
+	chain(lower, "deep", WS_MAX_DEPTH + 4);
+	chain(upper, "deep", WS_MAX_DEPTH + 4);
+	ws_change *v = NULL;
+	size_t n = 0;
+	ck_assert_int_eq(ws_scan(upper, lower, NULL, &v, &n, NULL), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(v[0].kind, "error");
+	ck_assert_str_eq(v[0].detail, "too deep");
+	ck_assert_uint_eq(strlen(v[0].path), strlen("deep") + 2 * (WS_MAX_DEPTH - 1));
+	ws_changes_free(v, n);
+}
+END_TEST
+
+/* No descriptor left to read the upper layer with: the scan fails with
+ * EMFILE and returns nothing, rather than an empty list of changes (which
+ * would read as "nothing changed"). */
+START_TEST(test_no_fds_left)
+{
+	sh(upper, "echo new >f");
+	/* ws_scan opens the upper and the lower layer (the two lowest free
+	 * descriptors); allow no third one. */
+	int a = open("/dev/null", O_RDONLY | O_CLOEXEC), b = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_gt(b, a);
+	close(a);
+	close(b);
+	struct rlimit old, lim;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t) b + 1;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	ws_change *v = NULL;
+	size_t n = 7;
+	int r = ws_scan(upper, lower, NULL, &v, &n, NULL);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_int_eq(r, -EMFILE);
+	ck_assert_ptr_null(v);
+	ck_assert_uint_eq(n, 7);
+}
+END_TEST
+
+/* Without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (what a rootless
+ * caller lacks; root keeps its uid, so its coverage counts can still be
+ * written): scan, and exit with a bit set for each expectation met, 100 if
+ * the scan failed. */
+static int scan_without_dac(const strv *deny)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+		if (syscall(SYS_capget, &h, d) < 0)
+			_exit(101);
+		d[0].effective &= ~((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH));
+		if (syscall(SYS_capset, &h, d) < 0)
+			_exit(102);
+		ws_change *v = NULL;
+		size_t n = 0;
+		int bits = 100;
+		if (ws_scan(upper, lower, deny, &v, &n, NULL) == 0) {
+			const ws_change *c;
+			bits = (c = find(v, n, "secret")) && !strcmp(c->kind, "type_changed") && c->denied ? 1 : 0;
+			bits |= (c = find(v, n, "proj")) && !strcmp(c->kind, "type_changed") && c->denied ? 2 : 0;
+			bits |= (c = find(v, n, "plain")) && !strcmp(c->kind, "type_changed") && !c->denied ? 4 : 0;
+			for (size_t i = 0; i < n; i++)   /* its mode change is reported too */
+				bits |= !strcmp(v[i].path, "shared") && !strcmp(v[i].kind, "error") &&
+				        !strcmp(v[i].detail, "unreadable") ? 8 : 0;
+			for (size_t i = 0; i < n; i++)
+				fprintf(stderr, "%s %s %s denied=%d\n", v[i].path, v[i].kind, v[i].detail, v[i].denied);
+			ws_changes_free(v, n);
+		}
+		coverage_dump();
+		_exit(bits);
+	}
+	int st = 0;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* A lower directory the scan cannot read (mode 000 in the project), or
+ * one below it that it cannot read, replaced by a file: a rule could match
+ * what it held, so the change is denied (fail closed), while a readable
+ * directory that holds nothing denied is not. An upper directory it cannot
+ * read (the payload's chmod 000) over a lower one is an "unreadable" error,
+ * not skipped as unchanged. */
+START_TEST(test_unreadable_lower_dir_denied)
+{
+	sh(lower, "mkdir -p secret proj/locked plain/x && echo k >secret/id.key && echo k >proj/locked/id.key && "
+	          "echo p >plain/x/readme && mkdir shared && chmod 000 secret proj/locked");
+	sh(upper, "echo file >secret && echo file >proj && echo file >plain && mkdir shared && chmod 000 shared");
+	strv deny = { 0 };
+	ck_assert_int_eq(strv_push(&deny, "**/*.key"), 0);
+	int bits = scan_without_dac(&deny);
+	sh(lower, "chmod 755 secret proj/locked");
+	sh(upper, "chmod 755 shared");
+	ck_assert_int_eq(bits, 15);
+	strv_clear(&deny);
+}
+END_TEST
+
+/* A lower layer that exists but cannot be read (mode 000, a caller without
+ * CAP_DAC_OVERRIDE): the scan fails with EACCES instead of taking it as a
+ * new workspace, where deletions and replaced denied paths are not seen. */
+START_TEST(test_unreadable_lower_layer)
+{
+	sh(upper, "echo new >f");
+	ck_assert_int_eq(chmod(lower, 0), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+		if (syscall(SYS_capget, &h, d) < 0)
+			_exit(101);
+		d[0].effective &= ~((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH));
+		if (syscall(SYS_capset, &h, d) < 0)
+			_exit(102);
+		ws_change *v = NULL;
+		size_t n = 0;
+		int r = ws_scan(upper, lower, NULL, &v, &n, NULL);
+		if (r == 0)
+			ws_changes_free(v, n);
+		coverage_dump();
+		_exit(r == 0 ? 0 : r == -EACCES && !v ? 1 : 2);
+	}
+	int st = 0;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(chmod(lower, 0755), 0);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 1);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("ws_scan");
@@ -245,5 +432,10 @@ int main(void)
 	tcase_add_test(tc, test_missing_layers);
 	tcase_add_test(tc, test_glob_star);
 	tcase_add_test(tc, test_escape_utf8);
+	tcase_add_test(tc, test_replaced_deep_dir_denied);
+	tcase_add_test(tc, test_too_deep_in_both_layers);
+	tcase_add_test(tc, test_no_fds_left);
+	tcase_add_test(tc, test_unreadable_lower_dir_denied);
+	tcase_add_test(tc, test_unreadable_lower_layer);
 	return unit_run("ws_scan", tc);
 }
