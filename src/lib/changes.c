@@ -151,11 +151,15 @@ static bool below_denied(const strv *deny, int ldir, const char *name, const cha
 			continue;
 		char *path = join(rels[top], e->d_name);
 		denied = !path || any_match(deny, path);
-		int sub = denied || e->d_type != DT_DIR ? -1
+		/* A file system that does not give the type (DT_UNKNOWN) has the
+		 * open say: ENOTDIR (a file) or ELOOP (a symlink) is no directory. */
+		bool maybe_dir = e->d_type == DT_DIR || e->d_type == DT_UNKNOWN;
+		int sub = denied || !maybe_dir ? -1
 		          : openat(dirfd(st[top]), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		bool not_dir = sub < 0 && e->d_type == DT_UNKNOWN && (errno == ENOTDIR || errno == ELOOP);
 		if (sub >= 0 && top + 1 >= WS_MAX_DEPTH)
 			denied = true;
-		else if (sub < 0 && !denied && e->d_type == DT_DIR)
+		else if (sub < 0 && !denied && maybe_dir && !not_dir)
 			denied = could_match_below(deny, path);   /* unreadable: fail closed */
 		DIR *d = sub >= 0 && !denied ? fdopendir(sub) : NULL;
 		if (d) {
