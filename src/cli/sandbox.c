@@ -43,10 +43,11 @@ extern char **environ;
 #define CTL_MAGIC 0x4e534278u   /* "NSBx" */
 #define CTL_MAX (256 * 1024)
 enum { CTL_EXEC = 1, CTL_STOP = 2 };
-enum { CTL_JSON = 1, CTL_STDIN = 2, CTL_WORKDIR = 4, CTL_CONTEXT = 8, CTL_RESTART = 16 };
+enum { CTL_JSON = 1, CTL_STDIN = 2, CTL_WORKDIR = 4, CTL_CONTEXT = 8, CTL_RESTART = 16, CTL_ENV = 32 };
 
 /* A request: this header, then `len` bytes of NUL-terminated strings (the
- * working directory with CTL_WORKDIR, then argc arguments). */
+ * working directory with CTL_WORKDIR, then argc arguments, then with
+ * CTL_ENV the NAME=VALUE entries to set, up to the end). */
 typedef struct ctl_req {
 	uint32_t magic, op, flags, argc, len;
 	uint64_t timeout_ms;
@@ -313,15 +314,30 @@ static int serve_exec(monitor *m, int cfd, const ctl_req *h, char *body, const i
 	int want = 2 + !!(h->flags & CTL_STDIN);
 	bool json = h->flags & CTL_JSON;
 	int nwd = !!(h->flags & CTL_WORKDIR);
-	char *strs[4097 + 1];
-	if (nfds != want || h->argc == 0 || h->argc > 4096 || !body_strings(body, h->len, h->argc + (uint32_t) nwd, strs))
+	/* With CTL_ENV, every string after the arguments is an entry. */
+	uint32_t total = h->argc + (uint32_t) nwd;
+	if (h->flags & CTL_ENV)
+		for (uint32_t i = 0, seen = 0; i < h->len; i++)
+			if (!body[i] && ++seen > h->argc + (uint32_t) nwd)
+				total++;
+	static const uint32_t max = 8192;
+	if (nfds != want || h->argc == 0 || total > max)
 		return reply(cfd, EXIT_SETUP, NULL);
-	char **argv = strs + nwd;
+	char **strs = calloc(max + 2, sizeof(char *));
+	if (!strs || !body_strings(body, h->len, total, strs)) {
+		free(strs);
+		return reply(cfd, EXIT_SETUP, NULL);
+	}
+	/* argv, its NULL, then envp and its NULL: one slot moved up. */
+	char **argv = strs + nwd, **envp = argv + h->argc + 1;
+	memmove(envp, argv + h->argc, (total - h->argc - (uint32_t) nwd) * sizeof(char *));
+	envp[total - h->argc - (uint32_t) nwd] = NULL;
 	argv[h->argc] = NULL;
 	nsbox_exec_options o = {
 		.version = NSBOX_EXEC_OPTIONS_VERSION,
-		.flags = json ? NSBOX_SPAWN_CAPTURE : 0,
+		.flags = (json ? NSBOX_SPAWN_CAPTURE : 0) | ((h->flags & CTL_ENV) ? NSBOX_EXEC_ENV_ADD : 0),
 		.argv = (const char *const *) argv,
+		.envp = (h->flags & CTL_ENV) ? (const char *const *) envp : NULL,
 		.workdir = nwd ? strs[0] : NULL,
 		.stdin_fd = (h->flags & CTL_STDIN) ? fds[0] : -1,
 		.stdout_fd = fds[want - 2],
@@ -333,7 +349,9 @@ static int serve_exec(monitor *m, int cfd, const ctl_req *h, char *body, const i
 	nsbox_sandbox *ex = NULL;
 	nsbox_result *res = NULL;
 	nsbox_error *e = NULL;
-	if (nsbox_sandbox_exec(m->sb, &o, &ex, &e) < 0) {
+	int started = nsbox_sandbox_exec(m->sb, &o, &ex, &e);
+	free(strs);   /* the library copied them */
+	if (started < 0) {
 		int r = refuse(cfd, json, fds[want - 1], e, NULL);
 		nsbox_error_free(e);
 		return r;
@@ -887,6 +905,8 @@ static const char exec_usage[] =
 	"      --timeout DURATION  kill the command (and all it started) after DURATION\n"
 	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
 	"  -w, --workdir DIR       working directory inside (default: the sandbox's)\n"
+	"  -e, --env NAME=VALUE    set a variable for this command (the sandbox's others stay)\n"
+	"      --env-pass NAME     the same, with NAME's value here (if it is set)\n"
 	"\n"
 	"   or: nsbox exec NAME --context C [--lang python|node] [--restart] (-c CODE | FILE | -)\n"
 	"Run a cell of code in the sandbox's persistent interpreter C (made at its first\n"
@@ -942,13 +962,45 @@ static char *read_code(const char *inline_code, const char *file)
 	return buf;
 }
 
+/* -e NAME=VALUE and --env-pass NAME, in order: NULL-terminated, malloc'ed. */
+typedef struct env_list {
+	char **v;
+	size_t n;
+} env_list;
+
+static void env_list_free(env_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+static int env_list_add(env_list *l, int opt, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	if (opt == 'e' ? !eq || eq == arg : !*arg || eq) {
+		print_msg("exec: %s '%s': expected %s", opt == 'e' ? "--env" : "--env-pass", arg,
+		          opt == 'e' ? "NAME=VALUE" : "a NAME");
+		return -1;
+	}
+	const char *v = opt == 'e' ? NULL : getenv(arg);
+	if (opt != 'e' && !v)
+		return 0;   /* not set here: not set there, as with run's --env-pass */
+	char *kv = NULL;
+	if (opt == 'e' ? !(kv = strdup(arg)) : asprintf(&kv, "%s=%s", arg, v) < 0)
+		return -1;
+	l->v[l->n++] = kv;
+	return 0;
+}
+
 int cmd_exec(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' }, { "timeout", required_argument, NULL, 't' },
 		{ "interactive", no_argument, NULL, 'i' }, { "workdir", required_argument, NULL, 'w' },
 		{ "context", required_argument, NULL, 'C' }, { "lang", required_argument, NULL, 'L' },
-		{ "restart", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "restart", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
+		{ "env", required_argument, NULL, 'e' }, { "env-pass", required_argument, NULL, 'P' }, { 0 },
 	};
 	bool json = false, interactive = false, restart = false;
 	const char *workdir = NULL, *timeout = NULL, *ctx_name = NULL, *lang = NULL, *code = NULL;
@@ -965,10 +1017,13 @@ int cmd_exec(int argc, char **argv)
 	const char *name = argv[1];
 	argc--;
 	argv++;
-	int c;
+	env_list env = { calloc((size_t) argc + 1, sizeof(char *)), 0 };
+	if (!env.v)
+		return EXIT_SETUP;
+	int c, rc = EXIT_SETUP;
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+:iw:c:h", opts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "+:iw:c:he:", opts, NULL)) != -1)
 		switch (c) {
 		case 'C': ctx_name = optarg; break;
 		case 'L': lang = optarg; break;
@@ -978,42 +1033,57 @@ int cmd_exec(int argc, char **argv)
 		case 't': timeout = optarg; break;
 		case 'i': interactive = true; break;
 		case 'w': workdir = optarg; break;
-		case 'h': fputs(exec_usage, stdout); return 0;
-		case ':': print_msg("exec: option '%s' needs a value", argv[optind - 1]); return EXIT_SETUP;
-		default: print_msg("exec: unknown option '%s' (see nsbox exec --help)", argv[optind - 1]); return EXIT_SETUP;
+		case 'e':
+		case 'P':
+			if (env_list_add(&env, c, optarg) < 0)
+				goto out;
+			break;
+		case 'h': fputs(exec_usage, stdout); rc = 0; goto out;
+		case ':': print_msg("exec: option '%s' needs a value", argv[optind - 1]); goto out;
+		default: print_msg("exec: unknown option '%s' (see nsbox exec --help)", argv[optind - 1]); goto out;
 		}
 	uint64_t tmo = 0;
 	if (check_name(name) < 0 || parse_ms("--timeout", timeout, &tmo) < 0)
-		return EXIT_SETUP;
-	if (ctx_name || lang || code || restart)
-		return exec_cell(name, ctx_name, lang ? lang : "python", code, optind < argc ? argv[optind] : NULL,
-		                 argc - optind, restart, json, tmo, interactive || workdir);
+		goto out;
+	if (ctx_name || lang || code || restart) {
+		rc = exec_cell(name, ctx_name, lang ? lang : "python", code, optind < argc ? argv[optind] : NULL,
+		               argc - optind, restart, json, tmo, interactive || workdir || env.n);
+		goto out;
+	}
 	if (optind >= argc) {
 		print_msg("exec: no command given");
-		return EXIT_SETUP;
+		goto out;
 	}
 	if (workdir && workdir[0] != '/') {
 		print_msg("exec: --workdir must be an absolute path inside the sandbox");
-		return EXIT_SETUP;
+		goto out;
 	}
 	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .timeout_ms = tmo,
-	              .flags = (json ? CTL_JSON : 0) | (interactive ? CTL_STDIN : 0) | (workdir ? CTL_WORKDIR : 0) };
+	              .flags = (json ? CTL_JSON : 0) | (interactive ? CTL_STDIN : 0) | (workdir ? CTL_WORKDIR : 0) |
+	                       (env.n ? CTL_ENV : 0) };
 	size_t len = workdir ? strlen(workdir) + 1 : 0;
 	for (int i = optind; i < argc; i++, h.argc++)
 		len += strlen(argv[i]) + 1;
+	for (size_t i = 0; i < env.n; i++)
+		len += strlen(env.v[i]) + 1;
 	if (len > CTL_MAX) {
-		print_msg("exec: the command line is longer than %d bytes", CTL_MAX);
-		return EXIT_SETUP;
+		print_msg("exec: the command line and environment are longer than %d bytes", CTL_MAX);
+		goto out;
 	}
 	h.len = (uint32_t) len;
 	char *body = malloc(len + 1), *pos = body;
 	if (!body)
-		return EXIT_SETUP;
+		goto out;
 	if (workdir)
 		pos = stpcpy(pos, workdir) + 1;
 	for (int i = optind; i < argc; i++)
 		pos = stpcpy(pos, argv[i]) + 1;
-	return round_trip(name, &h, body, interactive);
+	for (size_t i = 0; i < env.n; i++)
+		pos = stpcpy(pos, env.v[i]) + 1;
+	rc = round_trip(name, &h, body, interactive);
+out:
+	env_list_free(&env);
+	return rc;
 }
 
 /* Send the request with our stdout and stderr (and stdin), pass our
@@ -1098,7 +1168,7 @@ static int exec_cell(const char *name, const char *ctx_name, const char *lang, c
 		return EXIT_SETUP;
 	}
 	if (bad_opts || nargs > 1 || (code && nargs) || (!code && !nargs && !restart)) {
-		print_msg("exec: a context takes -c CODE, a FILE or - (stdin); not -i or -w");
+		print_msg("exec: a context takes -c CODE, a FILE or - (stdin); not -i, -w or -e");
 		return EXIT_SETUP;
 	}
 	char *text = (code || nargs) ? read_code(code, file) : NULL;

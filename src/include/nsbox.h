@@ -150,12 +150,17 @@ void nsbox_sandbox_free(nsbox_sandbox *sb);
 /* ---- long-lived sandboxes ----------------------------------------------- */
 
 #define NSBOX_EXEC_OPTIONS_VERSION 1
+/* nsbox_exec_options.envp sets variables in the sandbox's environment
+ * instead of replacing it (each entry NAME=VALUE, NAME not empty). */
+#define NSBOX_EXEC_ENV_ADD   (1u << 2)
 
 typedef struct nsbox_exec_options {
 	uint32_t version;           /* NSBOX_EXEC_OPTIONS_VERSION */
-	uint32_t flags;             /* NSBOX_SPAWN_CAPTURE */
+	uint32_t flags;             /* NSBOX_SPAWN_CAPTURE, NSBOX_EXEC_ENV_ADD */
 	const char *const *argv;    /* required; argv[0] is looked up in PATH inside */
-	const char *const *envp;    /* NULL: the sandbox's environment */
+	const char *const *envp;    /* NULL: the sandbox's environment; else this one,
+	                             * or with NSBOX_EXEC_ENV_ADD the sandbox's with
+	                             * these NAME=VALUE set (replacing the same NAME) */
 	const char *workdir;        /* NULL: the sandbox's; else absolute */
 	int stdin_fd;               /* -1: /dev/null */
 	int stdout_fd;              /* pass-through target; -1: the caller's fd 1 */

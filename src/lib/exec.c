@@ -38,6 +38,33 @@ static int strv_from(strv *dst, const char *const *v)
 	return 0;
 }
 
+/* NSBOX_EXEC_ENV_ADD: each entry must be NAME=VALUE with a name. */
+static bool env_entries_ok(const char *const *v)
+{
+	for (; v && *v; v++) {
+		const char *eq = strchr(*v, '=');
+		if (!eq || eq == *v)
+			return false;
+	}
+	return true;
+}
+
+/* The sandbox's environment with `add` set: a variable `add` names is
+ * left out of the base, then `add` follows. */
+static int env_merge(strv *dst, char *const *base, const char *const *add)
+{
+	for (; base && *base; base++) {
+		size_t n = strcspn(*base, "=");
+		bool replaced = false;
+		for (const char *const *a = add; a && *a && !replaced; a++)
+			replaced = !strncmp(*a, *base, n) && (*a)[n] == '=';
+		int r = replaced ? 0 : strv_push(dst, *base);
+		if (r < 0)
+			return r;
+	}
+	return strv_from(dst, add);
+}
+
 int keep_wait_ready(nsbox_sandbox *sb, nsbox_error **err)
 {
 	unsigned char raw[16] = { 0 };
@@ -149,7 +176,8 @@ static int recv_pidfd(nsbox_sandbox *e, nsbox_error **err)
 int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *o, nsbox_sandbox **out, nsbox_error **err)
 {
 	if (!sb || !o || !out || o->version != NSBOX_EXEC_OPTIONS_VERSION || !o->argv || !o->argv[0] ||
-	    (o->flags & ~NSBOX_SPAWN_CAPTURE) || (o->workdir && o->workdir[0] != '/'))
+	    (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD)) || (o->workdir && o->workdir[0] != '/') ||
+	    ((o->flags & NSBOX_EXEC_ENV_ADD) && !env_entries_ok(o->envp)))
 		return nsbox_err(err, EINVAL, "exec", "run in sandbox: invalid options");
 	if (!sb->plan || !sb->plan->keep || sb->exec_of)
 		return nsbox_err(err, EINVAL, "exec", "run in sandbox: not a long-lived sandbox (NSBOX_SPAWN_KEEP)");
@@ -192,7 +220,10 @@ int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *o, nsbox_san
 	own->env = o->envp != NULL;
 	if (o->workdir)
 		own->workdir = strdup(o->workdir);
-	if (strv_from(&own->argv, o->argv) < 0 || (own->env && strv_from(&own->envp, o->envp) < 0) ||
+	int env_r = !own->env ? 0
+	            : (o->flags & NSBOX_EXEC_ENV_ADD) ? env_merge(&own->envp, sb->plan->envp, o->envp)
+	                                              : strv_from(&own->envp, o->envp);
+	if (strv_from(&own->argv, o->argv) < 0 || env_r < 0 ||
 	    (o->workdir && !own->workdir) || config_copy(&own->cfg, sb->plan->cfg) < 0) {
 		r = nsbox_err(err, ENOMEM, "exec", "run in sandbox");
 		goto fail;

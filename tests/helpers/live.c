@@ -180,6 +180,33 @@ int main(int argc, char **argv)
 	nsbox_result_free(r);
 	nsbox_sandbox_free(exe);
 	nsbox_error_free(ee);
+	/* NSBOX_EXEC_ENV_ADD: the sandbox's environment with these set. */
+	const char *const add[] = { "FOO=added", "HOME=/tmp", NULL };
+	const char *const penv[] = { "env", NULL };
+	xe.argv = penv;
+	xe.envp = add;
+	xe.flags = NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD;
+	exe = NULL;
+	ee = NULL;
+	r = NULL;
+	if (nsbox_sandbox_exec(sb, &xe, &exe, &ee) == 0)
+		(void) nsbox_sandbox_wait(exe, &r, &ee);
+	size_t elen = 0;
+	const char *eo = r ? nsbox_result_output(r, 1, &elen) : NULL;
+	char *envs = eo ? strndup(eo, elen) : NULL;
+	EXPECT(envs && strstr(envs, "FOO=added\n") && strstr(envs, "HOME=/tmp\n") && !strstr(envs, "HOME=/\n") &&
+	           strstr(envs, "PATH=/usr/local/sbin:"),
+	       "NSBOX_EXEC_ENV_ADD sets variables in the sandbox's environment, replacing the same names");
+	free(envs);
+	nsbox_result_free(r);
+	nsbox_sandbox_free(exe);
+	nsbox_error_free(ee);
+	const char *const noname[] = { "=x", NULL };
+	xe.envp = noname;
+	ee = NULL;
+	EXPECT(nsbox_sandbox_exec(sb, &xe, &exe, &ee) == -EINVAL, "...and refuses an entry without a name (EINVAL)");
+	nsbox_error_free(ee);
+	xe.flags = NSBOX_SPAWN_CAPTURE;
 	/* Freed without a wait: killed, and nothing of it is left. */
 	const char *const longsleep[] = { "sleep", "600", NULL };
 	xe.argv = longsleep;
