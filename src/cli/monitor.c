@@ -105,14 +105,18 @@ static int serve_exec(monitor *m, int cfd, const ctl_req *h, char *body, const i
 	int want = 2 + !!(h->flags & CTL_STDIN);
 	bool json = h->flags & CTL_JSON;
 	int nwd = !!(h->flags & CTL_WORKDIR);
-	/* With CTL_ENV, every string after the arguments is an entry. */
+	/* With CTL_ENV, every string after the arguments is an entry. The
+	 * count is bounded before any sum of it (a client's argc of 2^32-1
+	 * would wrap it). */
+	static const uint32_t max = 8192;
+	if (nfds != want || h->argc == 0 || h->argc > max)
+		return reply(cfd, EXIT_SETUP, NULL);
 	uint32_t total = h->argc + (uint32_t) nwd;
 	if (h->flags & CTL_ENV)
 		for (uint32_t i = 0, seen = 0; i < h->len; i++)
 			if (!body[i] && ++seen > h->argc + (uint32_t) nwd)
 				total++;
-	static const uint32_t max = 8192;
-	if (nfds != want || h->argc == 0 || total > max)
+	if (total > max)
 		return reply(cfd, EXIT_SETUP, NULL);
 	char **strs = calloc(max + 2, sizeof(char *));
 	if (!strs || !body_strings(body, h->len, total, strs)) {
