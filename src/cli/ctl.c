@@ -158,6 +158,8 @@ int ctl_read_all(int fd, void *p, size_t n)
 int ctl_send_req(int fd, const ctl_req *h, const char *body, const int *fds, int nfds)
 {
 	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	if (nfds < 0 || nfds > 3)
+		return -1;
 	memset(cbuf, 0, sizeof(cbuf));
 	struct iovec iov = { (void *) h, sizeof(*h) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -165,6 +167,8 @@ int ctl_send_req(int fd, const ctl_req *h, const char *body, const int *fds, int
 		mh.msg_control = cbuf;
 		mh.msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		if (!c)
+			return -1;
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
 		c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
