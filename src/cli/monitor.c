@@ -235,16 +235,19 @@ static int serve_cell(monitor *m, int cfd, const ctl_req *h, char *body, const i
 static void serve(monitor *m, int cfd)
 {
 	ctl_req h;
-	int fds[3] = { -1, -1, -1 }, nfds = 0;
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	/* Room for 3 fds holds a 4th (CMSG_SPACE rounds up), which the kernel
+	 * then passes without MSG_CTRUNC: it is taken too, so that it is
+	 * closed, and the request (no request has 4) refused. */
+	int fds[4] = { -1, -1, -1, -1 }, nfds = 0;
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
 	struct iovec iov = { &h, sizeof(h) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	ssize_t n = recvmsg(cfd, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
 	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && nfds == 0) {
 			nfds = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			if (nfds > 3)
-				nfds = 3;
+			if (nfds > 4)
+				nfds = 4;
 			memcpy(fds, CMSG_DATA(c), (size_t) nfds * sizeof(int));
 		}
 	char *body = NULL;
