@@ -232,25 +232,73 @@ static int serve_cell(monitor *m, int cfd, const ctl_req *h, char *body, const i
 	return r;
 }
 
+static double since_ms(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double) (now.tv_sec - t->tv_sec) * 1e3 + (double) (now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+/* A client has this long to send its whole request: its thread counts as
+ * active, and one that never sent it kept the sandbox from idling out and
+ * nsbox stop from ever returning. */
+#define REQUEST_MS 10000
+
+/* Until the request's deadline, something to read on fd. */
+static bool readable_by(int fd, const struct timespec *start)
+{
+	for (;;) {
+		double left = REQUEST_MS - since_ms(start);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int n = left > 0 ? poll(&p, 1, (int) left + 1) : 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n > 0;
+	}
+}
+
+/* n bytes of the request by its deadline. */
+static int read_by(int fd, char *p, size_t n, const struct timespec *start)
+{
+	while (n) {
+		if (!readable_by(fd, start))
+			return -ETIMEDOUT;
+		ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EPIPE;
+		p += r;
+		n -= (size_t) r;
+	}
+	return 0;
+}
+
 static void serve(monitor *m, int cfd)
 {
 	ctl_req h;
-	int fds[3] = { -1, -1, -1 }, nfds = 0;
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	/* Room for 3 fds holds a 4th (CMSG_SPACE rounds up), which the kernel
+	 * then passes without MSG_CTRUNC: it is taken too, so that it is
+	 * closed, and the request (no request has 4) refused. */
+	int fds[4] = { -1, -1, -1, -1 }, nfds = 0;
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
 	struct iovec iov = { &h, sizeof(h) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	ssize_t n = recvmsg(cfd, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	/* The header comes whole (one sendmsg), so no waiting for its rest. */
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	ssize_t n = readable_by(cfd, &start) ? recvmsg(cfd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) : -1;
 	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && nfds == 0) {
 			nfds = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			if (nfds > 3)
-				nfds = 3;
+			if (nfds > 4)
+				nfds = 4;
 			memcpy(fds, CMSG_DATA(c), (size_t) nfds * sizeof(int));
 		}
 	char *body = NULL;
 	if (n == (ssize_t) sizeof(h) && h.magic == CTL_MAGIC && h.len <= CTL_MAX && !(mh.msg_flags & MSG_CTRUNC)) {
 		body = malloc(h.len + 1);
-		if (body && ctl_read_all(cfd, body, h.len) == 0) {
+		if (body && read_by(cfd, body, h.len, &start) == 0) {
 			body[h.len] = '\0';
 			if (h.op == CTL_EXEC && (h.flags & CTL_CONTEXT))
 				(void) serve_cell(m, cfd, &h, body, fds, nfds);
@@ -286,13 +334,6 @@ static void *serve_thread(void *arg)
 	pthread_mutex_unlock(&m->lock);
 	(void) !write(m->wake[1], "w", 1);   /* the idle timer may start now */
 	return NULL;
-}
-
-static double since_ms(const struct timespec *t)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double) (now.tv_sec - t->tv_sec) * 1e3 + (double) (now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
 /* The next moment the monitor must look at the clock: the idle timeout
