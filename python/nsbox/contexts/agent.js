@@ -35,6 +35,18 @@
   }
   const stdout = stdio(1);
   const stderr = stdio(2);
+  // The global console loads its colour check lazily at its first write: a
+  // SIGINT during that load left it half-made for good ("shouldColorize is
+  // not a function" in every later console.log). Load it now, into a sink.
+  {
+    const sink = new (require('stream').Writable)({ write(c, e, cb) { cb(); } });
+    console._stdout = sink;
+    console._stderr = sink;
+    console.log('%o', {});
+    console.error('%o', {});
+    console._stdout = stdout;
+    console._stderr = stderr;
+  }
   const say = (t) => { try { stderr.write(t); } catch (_) { /* fd 2 gone */ } };
   function die(why) {
     // The host broke the protocol: fail closed, distinctly.
