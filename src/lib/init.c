@@ -92,13 +92,11 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 	 * kernel and waitpid() could never report the payload. */
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	(void) sigaction(SIGCHLD, &dfl, NULL);
-	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
-	sigfillset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		if (sigaction(forwarded[i], &sa, NULL) < 0) {
-			child_report(a->sync_fd, STEP_SIGNALS, -1, errno);
-			_exit(125);
-		}
+	int r = init_forwarders();
+	if (r < 0) {
+		child_report(a->sync_fd, STEP_SIGNALS, -1, -r);
+		_exit(125);
+	}
 
 	/* The payload's process shares our memory until its exec, like
 	 * posix_spawn's (CLONE_VM | CLONE_VFORK): no copy of the page tables to
