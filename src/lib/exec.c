@@ -49,20 +49,13 @@ static bool env_entries_ok(const char *const *v)
 	return true;
 }
 
-/* The sandbox's environment with `add` set: a variable `add` names is
- * left out of the base, then `add` follows. */
+/* The sandbox's environment with `add` set over it, as run's -e is. */
 static int env_merge(strv *dst, char *const *base, const char *const *add)
 {
-	for (; base && *base; base++) {
-		size_t n = strcspn(*base, "=");
-		bool replaced = false;
-		for (const char *const *a = add; a && *a && !replaced; a++)
-			replaced = !strncmp(*a, *base, n) && (*a)[n] == '=';
-		int r = replaced ? 0 : strv_push(dst, *base);
-		if (r < 0)
-			return r;
-	}
-	return strv_from(dst, add);
+	int r = strv_from(dst, (const char *const *) base);
+	for (; r == 0 && add && *add; add++)
+		r = strv_set_env_take(dst, strdup(*add));
+	return r;
 }
 
 int keep_wait_ready(nsbox_sandbox *sb, nsbox_error **err)

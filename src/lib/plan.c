@@ -407,34 +407,12 @@ static int plan_env(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	};
 	for (size_t i = 0; r == 0 && cfg->allow.n && i < sizeof(proxy_env) / sizeof(*proxy_env); i++)
 		r = strv_push(&env, proxy_env[i]);
-	for (size_t i = 0; r == 0 && i < cfg->env_set.n; i++) {
-		const char *kv = cfg->env_set.v[i];
-		long at = strv_find_env(&env, kv, strcspn(kv, "="));
-		if (at >= 0) {
-			char *d = strdup(kv);
-			if (!d) {
-				r = -ENOMEM;
-				break;
-			}
-			free(env.v[at]);
-			env.v[at] = d;
-		} else {
-			r = strv_push(&env, kv);
-		}
-	}
+	for (size_t i = 0; r == 0 && i < cfg->env_set.n; i++)
+		r = strv_set_env_take(&env, strdup(cfg->env_set.v[i]));
 	for (size_t i = 0; r == 0 && i < cfg->env_pass.n; i++) {
 		const char *v = getenv(cfg->env_pass.v[i]);
-		if (!v)
-			continue;
-		_cleanup_free_ char *kv = fmt("%s=%s", cfg->env_pass.v[i], v);
-		long at = strv_find_env(&env, cfg->env_pass.v[i], strlen(cfg->env_pass.v[i]));
-		if (!kv)
-			r = -ENOMEM;
-		else if (at >= 0) {
-			free(env.v[at]);
-			env.v[at] = TAKE_PTR(kv);
-		} else
-			r = strv_push_take(&env, TAKE_PTR(kv));
+		if (v)
+			r = strv_set_env_take(&env, fmt("%s=%s", cfg->env_pass.v[i], v));
 	}
 	if (r < 0) {
 		strv_clear(&env);

@@ -55,3 +55,15 @@ long strv_find_env(const strv *s, const char *name, size_t name_len)
 			return (long) i;
 	return -1;
 }
+
+int strv_set_env_take(strv *s, char *kv)
+{
+	if (!kv)
+		return -ENOMEM;
+	long at = strv_find_env(s, kv, strcspn(kv, "="));
+	if (at < 0)
+		return strv_push_take(s, kv);
+	free(s->v[at]);
+	s->v[at] = kv;
+	return 0;
+}

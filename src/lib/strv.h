@@ -16,5 +16,8 @@ void strv_clear(strv *s);
 int strv_copy(strv *dst, const strv *src);
 /* Index of the "NAME=..." entry for NAME, or -1. */
 long strv_find_env(const strv *s, const char *name, size_t name_len);
+/* Set "NAME=VALUE" kv (owned; NULL: -ENOMEM): it replaces the entry for NAME,
+ * or is appended. Freed on failure. */
+int strv_set_env_take(strv *s, char *kv);
 
 #endif
