@@ -30,8 +30,12 @@ int caps_drop_bounding(int cap_last)
 {
 	/* The bounding set first: dropping it needs CAP_SETPCAP, which the
 	 * capset below removes. */
+	/* Only what is still there: each drop is a new set of credentials
+	 * (an allocation and an RCU free), and a long-lived sandbox's keeper
+	 * has emptied the set its execs inherit. */
 	for (int c = 0; c <= cap_last; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) != 0 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
 			return -errno;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;

@@ -302,9 +302,7 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	trace_mark(p->trace, TR_P_START);
 	sigset_t none;
 	sigemptyset(&none);
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	for (int s = 1; s < NSIG; s++)
-		(void) sigaction(s, &dfl, NULL);
+	init_default_signals(p->signals_few);
 	(void) sigprocmask(SIG_SETMASK, &none, NULL);
 
 	/* A new session: the payload has no controlling terminal, so it

@@ -69,6 +69,19 @@ static void forward(int sig)
 	errno = saved;
 }
 
+void init_default_signals(bool few)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	if (few) {
+		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+			(void) sigaction(forwarded[i], &dfl, NULL);
+		(void) sigaction(SIGCHLD, &dfl, NULL);
+		return;
+	}
+	for (int s = 1; s < NSIG; s++)
+		(void) sigaction(s, &dfl, NULL);
+}
+
 int init_forwarders(void)
 {
 	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };

@@ -75,6 +75,7 @@ static bool parse_request(const child_args *a, size_t n, int nfds)
 	exec_plan.keep = false;
 	exec_plan.trace = NULL;
 	exec_plan.pass_fd3 = h.flags & EXEC_FD3;
+	exec_plan.signals_few = true;
 	char *wd[2];
 	if (h.flags & EXEC_WORKDIR) {
 		if (!take_strings(&pos, end, 1, wd) || wd[0][0] != '/')
@@ -140,6 +141,9 @@ __attribute__((noreturn)) void keeper_run(const child_args *a)
 	(void) sigprocmask(SIG_SETMASK, &all, NULL);
 	/* Each exec's pid 1 is reaped by the kernel once it exits: the
 	 * supervisor learns of it through its pidfd. */
+	/* Every disposition the embedding program left us back to SIG_DFL,
+	 * once: each exec's payload then resets only its init's own. */
+	init_default_signals(false);
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	/* The forwarding handlers now, inherited by each exec's init: a signal
 	 * sent to it before it installs them itself would otherwise be dropped
@@ -147,6 +151,14 @@ __attribute__((noreturn)) void keeper_run(const child_args *a)
 	 * pending (blocked) until the init knows its payload. */
 	if (sigaction(SIGCHLD, &ign, NULL) < 0 || init_forwarders() < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
 		child_report(a->sync_fd, STEP_SIGNALS, -1, errno);
+		_exit(125);
+	}
+	/* The bounding set now, once: the keeper never execs, and each exec's
+	 * init and payload then find nothing left to drop. Its effective
+	 * capabilities (pid namespaces) are unaffected. */
+	int r = caps_drop_bounding(a->plan->cap_last);
+	if (r < 0) {
+		child_report(a->sync_fd, STEP_CAPS, -1, -r);
 		_exit(125);
 	}
 	msg ready = { .type = MSG_READY };
