@@ -189,7 +189,7 @@ static PyObject *pool_run(Pool *self, PyObject *args)
 		r = nsbox_pool_take(p, code.buf, (size_t) code.len, &sb, &e);
 		if (r == 0) {
 			waited = nsbox_sandbox_wait(sb, &res, &e);
-			nsbox_sandbox_free(sb);
+			nsbox_pool_release(p, sb);   /* its teardown off our path */
 		}
 		nsbox_pool *gone = NULL;
 		nsbox_config *cfg = NULL;

@@ -474,6 +474,14 @@ int nsbox_pool_new(const nsbox_pool_options *o, nsbox_pool **out, nsbox_error **
  * the pool spawns a replacement. Fails with the last spawn's error when the
  * pool could not make a sandbox, -ESHUTDOWN once freed. */
 int nsbox_pool_take(nsbox_pool *p, const void *data, size_t len, nsbox_sandbox **out, nsbox_error **err);
+/* Instead of nsbox_sandbox_free() on a taken sandbox, once it was waited
+ * for: the pool's thread frees it in the background, so that the caller
+ * does not wait for its teardown (the pid namespace's, the cgroup's, the
+ * janitor's); nsbox_pool_free() frees whatever is still queued. After a
+ * successful wait its processes are all gone already (pid 1 exited); after
+ * a failed one the free kills them. With no pool, or when the queue cannot
+ * grow, it frees `sb` at once. */
+void nsbox_pool_release(nsbox_pool *p, nsbox_sandbox *sb);
 
 typedef struct nsbox_pool_cost {
 	uint32_t ready;        /* sandboxes ready now */

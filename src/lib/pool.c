@@ -4,7 +4,17 @@
  * One thread per pool spawns: it is the parent of every ready sandbox, so it
  * lives as long as the pool (PR_SET_PDEATHSIG, set in the child, fires when
  * the parent *thread* exits). Taking is a pop under the lock; the thread is
- * woken to spawn the replacement while the taken sandbox runs. */
+ * woken to spawn the replacement.
+ *
+ * A spawn costs both CPUs of a small machine for a few ms: made while a
+ * taken sandbox runs, it slows that run, the one whose latency the pool is
+ * for (and the spawn's fork of this process stalls its other threads' memory
+ * calls meanwhile). So while sandboxes are still ready, the replacement
+ * waits until the taken runs are given back with nsbox_pool_release() and
+ * POOL_SETTLE_MS more (the caller goes on with its result meanwhile),
+ * POOL_DEFER_MS at most; an empty pool refills at once. The thread frees
+ * what is given back, so that its teardown (the pid namespace's, the
+ * janitor's) is not on the caller's path either. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -19,6 +29,9 @@
 #include "sandbox.h"
 
 #define POOL_FAILURES 3
+#define POOL_DEFER_MS 50      /* the longest a refill waits for taken runs to end */
+#define POOL_SETTLE_MS 5      /* ...and after the last was given back */
+#define POOL_INFLIGHT_MAX 16  /* taken runs waited for so; more are not */
 
 typedef struct warm {
 	nsbox_sandbox *sb;
@@ -39,7 +52,63 @@ struct nsbox_pool {
 	unsigned failures;          /* spawns failed in a row */
 	nsbox_error *spawn_err;
 	uint64_t spawned, taken;
+	/* Taken and not yet given back: compared, never dereferenced (one
+	 * freed by its caller instead stays until its POOL_DEFER_MS is up). */
+	const nsbox_sandbox *inflight[POOL_INFLIGHT_MAX];
+	struct timespec inflight_at[POOL_INFLIGHT_MAX];   /* ...when each was taken */
+	uint32_t n_inflight;
+	struct timespec released_at;   /* the last nsbox_pool_release() */
+	bool any_released;
+	nsbox_sandbox **released;   /* given back, for the thread to free */
+	size_t n_released, cap_released;
 };
+
+static int64_t ms_since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t) (now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+static void inflight_drop(nsbox_pool *p, uint32_t i)
+{
+	p->n_inflight--;
+	p->inflight[i] = p->inflight[p->n_inflight];
+	p->inflight_at[i] = p->inflight_at[p->n_inflight];
+}
+
+/* With the lock held: whether the refill should wait for taken runs, and
+ * if so wait until a take, a release or stop changes things, or the
+ * oldest run has had POOL_DEFER_MS, or the last release POOL_SETTLE_MS.
+ * The caller looks again afterwards. */
+static bool defer_refill(nsbox_pool *p)
+{
+	if (p->n_ready == 0)
+		return false;
+	int64_t left = POOL_DEFER_MS;
+	for (uint32_t i = 0; i < p->n_inflight;) {
+		int64_t l = POOL_DEFER_MS - ms_since(&p->inflight_at[i]);
+		if (l <= 0) {
+			inflight_drop(p, i);   /* waited for long enough */
+			continue;
+		}
+		if (l < left)
+			left = l;
+		i++;
+	}
+	int64_t settle = p->any_released ? POOL_SETTLE_MS - ms_since(&p->released_at) : 0;
+	if (p->n_inflight == 0 && settle <= 0)
+		return false;
+	if (p->n_inflight == 0 || settle > left)
+		left = settle > 0 ? settle : left;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long) (left % 1000) * 1000000L;
+	until.tv_sec += (time_t) (left / 1000) + until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	(void) pthread_cond_timedwait(&p->changed, &p->lock, &until);
+	return true;
+}
 
 /* Spawn one sandbox whose stdin is one end of a socketpair (a socket, not a
  * pipe: writing to a payload that died is EPIPE, never SIGPIPE). */
@@ -84,10 +153,19 @@ static void *refill(void *arg)
 	unsigned backoff_ms = 0;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && p->n_ready >= p->size)
+		while (!p->stop && p->n_ready >= p->size && p->n_released == 0)
 			pthread_cond_wait(&p->changed, &p->lock);
 		if (p->stop)
 			break;
+		if (p->n_released) {   /* given back: free it, then look again */
+			nsbox_sandbox *sb = p->released[--p->n_released];
+			pthread_mutex_unlock(&p->lock);
+			nsbox_sandbox_free(sb);
+			pthread_mutex_lock(&p->lock);
+			continue;
+		}
+		if (p->n_ready >= p->size || defer_refill(p))
+			continue;
 		pthread_mutex_unlock(&p->lock);
 		if (backoff_ms) {   /* a failing spawn is retried, not spun on */
 			struct timespec ts = { backoff_ms / 1000, (long) (backoff_ms % 1000) * 1000000L };
@@ -131,7 +209,11 @@ int nsbox_pool_new(const nsbox_pool_options *o, nsbox_pool **out, nsbox_error **
 	if (!p)
 		return nsbox_err(err, ENOMEM, "pool", "create pool");
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->changed, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* defer_refill's deadline */
+	pthread_cond_init(&p->changed, &ca);
+	pthread_condattr_destroy(&ca);
 	p->cfg = o->config;
 	p->size = o->size;
 	int r = pthread_create(&p->thread, NULL, refill, p);
@@ -145,7 +227,10 @@ int nsbox_pool_new(const nsbox_pool_options *o, nsbox_pool **out, nsbox_error **
 }
 
 /* The request: written whole, then end of file. A payload that died or
- * closed its stdin fails the write: its wait reports what happened. */
+ * closed its stdin fails the write: its wait reports what happened. The
+ * end of file is a shutdown, not only our close: a sandbox the refill
+ * thread spawns meanwhile holds a copy of this fd until its setup closes
+ * what it inherited, and the payload would wait for that copy too. */
 static void hand_over(int fd, const void *data, size_t len)
 {
 	const char *d = data;
@@ -158,6 +243,7 @@ static void hand_over(int fd, const void *data, size_t len)
 		d += n;
 		len -= (size_t) n;
 	}
+	(void) shutdown(fd, SHUT_WR);
 	close(fd);
 }
 
@@ -197,6 +283,13 @@ int nsbox_pool_take(nsbox_pool *p, const void *data, size_t len, nsbox_sandbox *
 		w = p->ready[0];
 		memmove(&p->ready[0], &p->ready[1], (p->n_ready - 1) * sizeof(warm));
 		p->n_ready--;
+		/* Counted before the refill thread hears of the take (one
+		 * found dead below is discarded, and forgotten at its deadline). */
+		if (p->n_inflight < POOL_INFLIGHT_MAX) {
+			p->inflight[p->n_inflight] = w.sb;
+			clock_gettime(CLOCK_MONOTONIC, &p->inflight_at[p->n_inflight]);
+			p->n_inflight++;
+		}
 		pthread_cond_broadcast(&p->changed);
 		pthread_mutex_unlock(&p->lock);
 		/* A dead one is replaced; after a few in a row it is handed out,
@@ -210,6 +303,7 @@ int nsbox_pool_take(nsbox_pool *p, const void *data, size_t len, nsbox_sandbox *
 	pthread_mutex_unlock(&p->lock);
 
 	nsbox_sandbox *sb = w.sb;
+	sb->pooled = true;
 	/* The run starts here: its duration, and its CPU time from the
 	 * cgroup's (the start-up of a warm payload is not the code's). */
 	if (sb->cg) {
@@ -253,6 +347,38 @@ int nsbox_pool_cost_get(nsbox_pool *p, nsbox_pool_cost *c)
 	return 0;
 }
 
+void nsbox_pool_release(nsbox_pool *p, nsbox_sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (p) {
+		pthread_mutex_lock(&p->lock);
+		for (uint32_t i = 0; i < p->n_inflight; i++)
+			if (p->inflight[i] == sb) {
+				inflight_drop(p, i);
+				break;
+			}
+		if (!p->stop && p->n_released == p->cap_released) {
+			size_t cap = p->cap_released ? p->cap_released * 2 : 8;
+			nsbox_sandbox **v = realloc(p->released, cap * sizeof(*v));
+			if (v) {
+				p->released = v;
+				p->cap_released = cap;
+			}
+		}
+		bool queued = !p->stop && p->n_released < p->cap_released;
+		if (queued)
+			p->released[p->n_released++] = sb;
+		clock_gettime(CLOCK_MONOTONIC, &p->released_at);
+		p->any_released = true;
+		pthread_cond_broadcast(&p->changed);
+		pthread_mutex_unlock(&p->lock);
+		if (queued)
+			return;
+	}
+	nsbox_sandbox_free(sb);   /* no pool, no room, or stopping: here and now */
+}
+
 void nsbox_pool_free(nsbox_pool *p)
 {
 	if (!p)
@@ -263,6 +389,9 @@ void nsbox_pool_free(nsbox_pool *p)
 	pthread_mutex_unlock(&p->lock);
 	if (p->thread_started)
 		pthread_join(p->thread, NULL);
+	for (size_t i = 0; i < p->n_released; i++)
+		nsbox_sandbox_free(p->released[i]);
+	free(p->released);
 	for (uint32_t i = 0; i < p->n_ready; i++)
 		warm_discard(&p->ready[i]);
 	nsbox_error_free(p->spawn_err);

@@ -72,6 +72,9 @@ struct nsbox_sandbox {
 	 * taken off the record's (the run counts from there) */
 	bool have_cpu_base;
 	double cpu_base_user_ms, cpu_base_system_ms;
+	/* ...and taken from a pool: its wait leaves the cgroup's removal and
+	 * the janitor's end to the free (nsbox_pool_release: the pool's thread) */
+	bool pooled;
 	/* exec.c: an exec in a long-lived sandbox. Its plan is a shallow copy
 	 * of the sandbox's with the exec's own argv, environment, directory,
 	 * timeout and record configuration (exec_own); the cgroup is the

@@ -315,11 +315,15 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 			sb->cg_stats.cpu_system_ms = s > 0 ? s : 0;
 		}
 		trace_mark(sb->trace, TR_STATS);
-		/* Should a directory refuse to go, the janitor keeps trying. */
-		(void) cgroup_destroy(TAKE_PTR(sb->cg));
-		trace_mark(sb->trace, TR_CG_REMOVED);
-		janitor_finish(&sb->jan);
-		trace_mark(sb->trace, TR_JANITOR_DONE);
+		/* Should a directory refuse to go, the janitor keeps trying. A
+		 * pooled sandbox's free does this (nothing runs in it now: pid 1
+		 * is gone, and its namespace with it). */
+		if (!sb->pooled) {
+			(void) cgroup_destroy(TAKE_PTR(sb->cg));
+			trace_mark(sb->trace, TR_CG_REMOVED);
+			janitor_finish(&sb->jan);
+			trace_mark(sb->trace, TR_JANITOR_DONE);
+		}
 	}
 	/* The helper's NAT goes with the sandbox. */
 	netuser_stop(&sb->net);

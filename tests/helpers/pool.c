@@ -148,6 +148,33 @@ int main(int argc, char **argv)
 	nsbox_result_free(r);
 
 	EXPECT(nsbox_pool_cost_get(p, &c) == 0 && c.taken == 8, "eight taken");
+
+	/* Given back instead of freed: the pool's thread frees each, and
+	 * nothing of them stays (their pid 1 and janitor are our children). */
+	wait_ready(p, 2);
+	int full = children();
+	bool served = true;
+	for (int i = 0; i < 3; i++) {
+		nsbox_sandbox *sb = NULL;
+		r = NULL;
+		served &= nsbox_pool_take(p, "echo x", 6, &sb, NULL) == 0 && nsbox_sandbox_wait(sb, &r, NULL) == 0 &&
+		          output_is(r, "x\n");
+		nsbox_result_free(r);
+		nsbox_pool_release(p, sb);
+	}
+	EXPECT(served, "runs given back with nsbox_pool_release serve as others");
+	wait_ready(p, 2);
+	for (int i = 0; i < 1000 && children() != full; i++)
+		sleep_ms(10);
+	EXPECT(children() == full, "...and the pool frees them (%d children, %d when it was full)", children(), full);
+	/* One still queued when the pool goes is freed with it. */
+	nsbox_sandbox *last = NULL;
+	r = NULL;
+	bool last_ok = nsbox_pool_take(p, "echo y", 6, &last, NULL) == 0 && nsbox_sandbox_wait(last, &r, NULL) == 0 &&
+	               output_is(r, "y\n");   /* (EXPECT evaluates its condition twice) */
+	EXPECT(last_ok, "a last run");
+	nsbox_result_free(r);
+	nsbox_pool_release(p, last);
 	nsbox_pool_free(p);
 	EXPECT(children() == before, "nothing of the ready sandboxes is left after free (%d children)",
 	       children());
