@@ -1,12 +1,16 @@
 # nsbox warm pool, Python: run by a .pth line in a user site directory while
 # the interpreter starts (`python3 /tmp/main.py` with PYTHONUSERBASE pointing
-# at it), before the main script is opened. It waits for the code on stdin
+# at it). It does not wait there: it puts a finder first on sys.meta_path
+# that acts on the last import site.py makes, `usercustomize`, so that the
+# rest of the start-up (the other .pth files, sitecustomize) is done before
+# the code arrives. The finder takes itself off, waits for the code on stdin
 # (the pool's channel), writes it where `nsbox run-code` puts it, replaces
-# stdin with /dev/null as a cold run has it, and takes back what it changed
-# (the variable, the user site directory) so that the script that now runs
-# sees the interpreter a cold run would: same argv, __file__, sys.path,
-# os.environ, sys.modules (nothing is imported here). TARGET is set by the
-# pool before this text runs.
+# stdin with /dev/null as a cold run has it, takes back what it changed (the
+# variable, the user site directory), and declines the import: the search
+# goes on as a cold run's does (an image's own usercustomize is still found).
+# The script that now runs sees the interpreter a cold run would: same argv,
+# __file__, sys.path, os.environ, sys.modules (nothing is imported here).
+# TARGET is set by the pool before this text runs.
 def _nsbox_warm(target):
     import os
     import sys
@@ -41,4 +45,20 @@ def _nsbox_warm(target):
     site.getusersitepackages()
 
 
-_nsbox_warm(TARGET)  # noqa: F821 (given by the .pth line)
+class _NsboxWarmFinder:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "usercustomize" or path is not None:
+            return None
+        import sys
+        sys.meta_path.remove(cls)
+        _nsbox_warm(TARGET)  # noqa: F821 (given by the .pth line)
+        return None
+
+
+def _nsbox_warm_arm():
+    import sys
+    sys.meta_path.insert(0, _NsboxWarmFinder)
+
+
+_nsbox_warm_arm()
