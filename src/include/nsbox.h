@@ -480,7 +480,10 @@ int nsbox_pool_take(nsbox_pool *p, const void *data, size_t len, nsbox_sandbox *
  * janitor's); nsbox_pool_free() frees whatever is still queued. After a
  * successful wait its processes are all gone already (pid 1 exited); after
  * a failed one the free kills them. With no pool, or when the queue cannot
- * grow, it frees `sb` at once. */
+ * grow, it frees `sb` at once. Call it before nsbox_pool_free(p). While
+ * sandboxes are still ready, the pool waits for taken runs to be given back
+ * (and 5 ms more, 50 ms at most) before it spawns their replacements: a
+ * spawn would compete with the run for the CPUs. */
 void nsbox_pool_release(nsbox_pool *p, nsbox_sandbox *sb);
 
 typedef struct nsbox_pool_cost {

@@ -12,7 +12,8 @@
  * calls meanwhile). So while sandboxes are still ready, the replacement
  * waits until the taken runs are given back with nsbox_pool_release() and
  * POOL_SETTLE_MS more (the caller goes on with its result meanwhile),
- * POOL_DEFER_MS at most; an empty pool refills at once. The thread frees
+ * POOL_DEFER_MS at most from when the pool fell short; an empty pool
+ * refills at once. The thread frees
  * what is given back, so that its teardown (the pid namespace's, the
  * janitor's) is not on the caller's path either. */
 #include <errno.h>
@@ -57,6 +58,7 @@ struct nsbox_pool {
 	const nsbox_sandbox *inflight[POOL_INFLIGHT_MAX];
 	struct timespec inflight_at[POOL_INFLIGHT_MAX];   /* ...when each was taken */
 	uint32_t n_inflight;
+	struct timespec short_since;   /* when the pool last fell below its size */
 	struct timespec released_at;   /* the last nsbox_pool_release() */
 	bool any_released;
 	nsbox_sandbox **released;   /* given back, for the thread to free */
@@ -78,29 +80,30 @@ static void inflight_drop(nsbox_pool *p, uint32_t i)
 }
 
 /* With the lock held: whether the refill should wait for taken runs, and
- * if so wait until a take, a release or stop changes things, or the
- * oldest run has had POOL_DEFER_MS, or the last release POOL_SETTLE_MS.
- * The caller looks again afterwards. */
+ * if so wait until a take, a release or stop changes things, or the last
+ * release has had POOL_SETTLE_MS. Never past POOL_DEFER_MS from when the
+ * pool fell short (not from each take or release: calls in a row cannot
+ * hold the refill off). The caller looks again afterwards. */
 static bool defer_refill(nsbox_pool *p)
 {
 	if (p->n_ready == 0)
 		return false;
-	int64_t left = POOL_DEFER_MS;
-	for (uint32_t i = 0; i < p->n_inflight;) {
-		int64_t l = POOL_DEFER_MS - ms_since(&p->inflight_at[i]);
-		if (l <= 0) {
-			inflight_drop(p, i);   /* waited for long enough */
-			continue;
-		}
-		if (l < left)
-			left = l;
-		i++;
-	}
-	int64_t settle = p->any_released ? POOL_SETTLE_MS - ms_since(&p->released_at) : 0;
-	if (p->n_inflight == 0 && settle <= 0)
+	int64_t left = POOL_DEFER_MS - ms_since(&p->short_since);
+	if (left <= 0)
 		return false;
-	if (p->n_inflight == 0 || settle > left)
-		left = settle > 0 ? settle : left;
+	for (uint32_t i = 0; i < p->n_inflight;) {
+		if (ms_since(&p->inflight_at[i]) >= POOL_DEFER_MS)
+			inflight_drop(p, i);   /* freed without a release, or long */
+		else
+			i++;
+	}
+	if (p->n_inflight == 0) {
+		int64_t settle = p->any_released ? POOL_SETTLE_MS - ms_since(&p->released_at) : 0;
+		if (settle <= 0)
+			return false;
+		if (settle < left)
+			left = settle;
+	}
 	struct timespec until;
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_nsec += (long) (left % 1000) * 1000000L;
@@ -282,7 +285,8 @@ int nsbox_pool_take(nsbox_pool *p, const void *data, size_t len, nsbox_sandbox *
 		}
 		w = p->ready[0];
 		memmove(&p->ready[0], &p->ready[1], (p->n_ready - 1) * sizeof(warm));
-		p->n_ready--;
+		if (p->n_ready-- == p->size)
+			clock_gettime(CLOCK_MONOTONIC, &p->short_since);
 		/* Counted before the refill thread hears of the take (one
 		 * found dead below is discarded, and forgotten at its deadline). */
 		if (p->n_inflight < POOL_INFLIGHT_MAX) {
