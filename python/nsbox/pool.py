@@ -37,10 +37,11 @@ def _warm_files(language: str, target: str) -> Tuple[list, list]:
     """The files placed in a pooled sandbox and the variables that make
     the interpreter run the hook before the main script."""
     if language == "python":
-        hook = _script("python.py").replace("_nsbox_warm(TARGET)", "_nsbox_warm(%r)" % target)
+        hook = _script("python.py").replace("warm(TARGET)", "warm(%r)" % target)
         path = WARM_BASE + "/hook.py"
-        line = ("import sys; exec(compile(open(%r).read(), %r, 'exec'), {'__name__': '__nsbox_warm__'})\n"
-                % (path, path))
+        # exec of the text, not of compile()'s code: compile() makes the
+        # ast module's types, which a cold run would not have.
+        line = ("import sys; exec(open(%r).read(), {'__name__': '__nsbox_warm__'})\n" % (path,))
         files = [(path, hook.encode(), 0o444)]
         for v in _PY_VERSIONS:
             files.append(("%s/lib/python%s/site-packages/nsbox-warm.pth" % (WARM_BASE, v), line.encode(), 0o444))

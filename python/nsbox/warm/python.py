@@ -1,15 +1,18 @@
 # nsbox warm pool, Python: run by a .pth line in a user site directory while
 # the interpreter starts (`python3 /tmp/main.py` with PYTHONUSERBASE pointing
-# at it). It does not wait there: it puts a finder first on sys.meta_path
-# that acts on the last import site.py makes, `usercustomize`, so that the
-# rest of the start-up (the other .pth files, sitecustomize) is done before
-# the code arrives. The finder takes itself off, waits for the code on stdin
-# (the pool's channel), writes it where `nsbox run-code` puts it, replaces
-# stdin with /dev/null as a cold run has it, takes back what it changed (the
-# variable, the user site directory), and declines the import: the search
-# goes on as a cold run's does (an image's own usercustomize is still found).
-# The script that now runs sees the interpreter a cold run would: same argv,
-# __file__, sys.path, os.environ, sys.modules (nothing is imported here).
+# at it). There it takes back what it changed (the variable, the user site
+# directory on sys.path and in site's attributes), so that the rest of the
+# start-up (the other .pth files, sitecustomize) sees a cold run's state, and
+# puts a finder first on sys.meta_path that acts on the last import site.py
+# makes, `usercustomize`. The finder takes itself off, waits for the code on
+# stdin (the pool's channel), writes it where `nsbox run-code` puts it,
+# replaces stdin with /dev/null as a cold run has it, and goes on with the
+# search as a cold run's import would (an image's own usercustomize is still
+# found). It is an instance of an existing type, not a class of its own, and
+# it empties this text's globals when done: nothing of it stays reachable or
+# listed (object.__subclasses__, gc.get_objects). The script that now runs
+# sees the interpreter a cold run would: same argv, __file__, sys.path,
+# os.environ, sys.modules (nothing is imported here).
 # TARGET is set by the pool before this text runs.
 def _nsbox_warm(target):
     import os
@@ -34,6 +37,11 @@ def _nsbox_warm(target):
     except OSError as e:
         os.write(2, ("nsbox: warm pool: take the code: %s\n" % e.strerror).encode())
         os._exit(125)
+
+
+def _nsbox_warm_arm(g):
+    import os
+    import sys
     site = sys.modules["site"]
     user_site = site.USER_SITE
     os.environ.pop("PYTHONUSERBASE", None)
@@ -43,22 +51,24 @@ def _nsbox_warm(target):
     site.USER_BASE = None
     site.USER_SITE = None
     site.getusersitepackages()
+    warm = g["_nsbox_warm"]
+    bootstrap = sys.modules.get("_frozen_importlib")
 
-
-class _NsboxWarmFinder:
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
+    def find_spec(name, path=None, target=None):
         if name != "usercustomize" or path is not None:
             return None
-        import sys
-        sys.meta_path.remove(cls)
-        _nsbox_warm(TARGET)  # noqa: F821 (given by the .pth line)
-        return None
+        sys.meta_path.remove(finder)
+        del finder.find_spec   # no cycle left: all of it goes by refcount
+        sys.path_importer_cache.pop(user_site, None)
+        warm(TARGET)  # noqa: F821 (given by the .pth line)
+        g.clear()
+        # The search goes on from the start of sys.meta_path (importlib
+        # would skip the finder after this one, which we took off).
+        more = getattr(bootstrap, "_find_spec", None)
+        return more(name, path, target) if more else None
+
+    finder = type(sys.implementation)(find_spec=find_spec)
+    sys.meta_path.insert(0, finder)
 
 
-def _nsbox_warm_arm():
-    import sys
-    sys.meta_path.insert(0, _NsboxWarmFinder)
-
-
-_nsbox_warm_arm()
+_nsbox_warm_arm(globals())
