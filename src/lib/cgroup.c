@@ -44,19 +44,29 @@ int cg_read_u64(const char *dir, const char *file, uint64_t *out)
 	return e == buf ? -EINVAL : 0;
 }
 
-int cg_read_key(const char *dir, const char *file, const char *key, uint64_t *out)
+static int find_key(const char *buf, const char *key, uint64_t *out)
 {
-	char buf[4096];
-	int r = read_file(dir, file, buf, sizeof(buf));
-	if (r < 0)
-		return r;
 	size_t k = strlen(key);
-	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+	for (const char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		if (!strncmp(line, key, k) && line[k] == ' ') {
 			*out = strtoull(line + k + 1, NULL, 10);
 			return 0;
 		}
 	return -ENOENT;
+}
+
+int cg_read_key(const char *dir, const char *file, const char *key, uint64_t *out)
+{
+	char buf[4096];
+	int r = read_file(dir, file, buf, sizeof(buf));
+	return r < 0 ? r : find_key(buf, key, out);
+}
+
+int cg_read_keys2(const char *dir, const char *file, const char *k1, uint64_t *v1, const char *k2, uint64_t *v2)
+{
+	char buf[4096];
+	int r = read_file(dir, file, buf, sizeof(buf));
+	return r < 0 ? r : find_key(buf, k1, v1) ?: find_key(buf, k2, v2);
 }
 
 /* ---- probing ------------------------------------------------------------- */

@@ -70,6 +70,9 @@ int cgroup_attach(const cgroup *cg, pid_t pid, nsbox_error **err);
  * before the cgroup is removed. CPU time comes from the cgroup on both
  * drivers (v1: cpuacct; have_cpu false without it). */
 void cgroup_stats(const cgroup *cg, cg_stats *st);
+/* Only the counters a run's share is taken from (CPU time, OOM kills, pids
+ * events): the base an exec or a pooled run subtracts. */
+void cgroup_counters(const cgroup *cg, cg_stats *st);
 /* cgroup v1's exact total (cpuacct.usage, ns) split in the proportion of
  * the tick samples of cpuacct.stat. */
 void cg_cpu_split(uint64_t total_ns, uint64_t user_ticks, uint64_t sys_ticks, double *user_ms,
@@ -93,5 +96,7 @@ uint64_t cgroup_own_pidns(void);
 int cg_read_u64(const char *dir, const char *file, uint64_t *out);
 /* The value after `key ` in a flat-keyed file such as memory.events. */
 int cg_read_key(const char *dir, const char *file, const char *key, uint64_t *out);
+/* Two keys of one such file, read once; 0 when both are there. */
+int cg_read_keys2(const char *dir, const char *file, const char *k1, uint64_t *v1, const char *k2, uint64_t *v2);
 
 #endif

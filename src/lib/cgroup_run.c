@@ -174,37 +174,48 @@ int cgroup_attach(const cgroup *cg, pid_t pid, nsbox_error **err)
 	return 0;
 }
 
-void cgroup_stats(const cgroup *cg, cg_stats *st)
+/* The counters (all = false) or everything. Each file is read once: an
+ * exec reads them before and after, and every read is on its path. */
+static void stats(const cgroup *cg, cg_stats *st, bool all)
 {
 	*st = (cg_stats){ 0 };
-	uint64_t v;
+	uint64_t v, u, s;
 	if (cg->driver == CG_V2) {
 		const char *d = cg->path[0];
-		if (cg_read_u64(d, "memory.peak", &st->peak_memory) == 0)
+		if (all && cg_read_u64(d, "memory.peak", &st->peak_memory) == 0)
 			st->have_memory = true;
 		(void) cg_read_key(d, "memory.events", "oom_kill", &st->oom_kills);
 		(void) cg_read_key(d, "pids.events", "max", &st->pids_max_events);
-		st->have_pids_peak = cg_read_u64(d, "pids.peak", &st->pids_peak) == 0;
-		if (cg_read_key(d, "cpu.stat", "user_usec", &v) == 0) {
-			st->cpu_user_ms = (double) v / 1e3;
-			st->have_cpu = cg_read_key(d, "cpu.stat", "system_usec", &v) == 0;
-			st->cpu_system_ms = (double) v / 1e3;
+		st->have_pids_peak = all && cg_read_u64(d, "pids.peak", &st->pids_peak) == 0;
+		if (cg_read_keys2(d, "cpu.stat", "user_usec", &u, "system_usec", &s) == 0) {
+			st->cpu_user_ms = (double) u / 1e3;
+			st->cpu_system_ms = (double) s / 1e3;
+			st->have_cpu = true;
 		}
 	} else if (cg->driver == CG_V1) {
-		st->have_memory = cg_read_u64(cg->path[CG_MEMORY], "memory.max_usage_in_bytes", &st->peak_memory) == 0;
+		if (all)
+			st->have_memory = cg_read_u64(cg->path[CG_MEMORY], "memory.max_usage_in_bytes", &st->peak_memory) == 0;
 		(void) cg_read_key(cg->path[CG_MEMORY], "memory.oom_control", "oom_kill", &st->oom_kills);
 		(void) cg_read_key(cg->path[CG_PIDS], "pids.events", "max", &st->pids_max_events);
 		/* cpuacct.usage is exact (ns); cpuacct.stat's user/system are
 		 * tick samples, good only for the split (as cgroup v2 does). */
-		uint64_t user = 0, sys = 0;
 		const char *d = cg->path[CG_CPUACCT];
 		if (d && cg_read_u64(d, "cpuacct.usage", &v) == 0 &&
-		    cg_read_key(d, "cpuacct.stat", "user", &user) == 0 &&
-		    cg_read_key(d, "cpuacct.stat", "system", &sys) == 0) {
-			cg_cpu_split(v, user, sys, &st->cpu_user_ms, &st->cpu_system_ms);
+		    cg_read_keys2(d, "cpuacct.stat", "user", &u, "system", &s) == 0) {
+			cg_cpu_split(v, u, s, &st->cpu_user_ms, &st->cpu_system_ms);
 			st->have_cpu = true;
 		}
 	}
+}
+
+void cgroup_stats(const cgroup *cg, cg_stats *st)
+{
+	stats(cg, st, true);
+}
+
+void cgroup_counters(const cgroup *cg, cg_stats *st)
+{
+	stats(cg, st, false);
 }
 
 void cg_cpu_split(uint64_t total_ns, uint64_t user_ticks, uint64_t sys_ticks, double *user_ms,

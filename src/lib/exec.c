@@ -238,7 +238,7 @@ int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *o, nsbox_san
 	e->sync_fd = sv[0];
 	if (e->exec_cg) {
 		cg_stats st;
-		cgroup_stats(e->exec_cg, &st);
+		cgroup_counters(e->exec_cg, &st);
 		e->have_cpu_base = true;
 		e->cpu_base_user_ms = st.cpu_user_ms;
 		e->cpu_base_system_ms = st.cpu_system_ms;

@@ -312,7 +312,7 @@ int nsbox_pool_take(nsbox_pool *p, const void *data, size_t len, nsbox_sandbox *
 	 * cgroup's (the start-up of a warm payload is not the code's). */
 	if (sb->cg) {
 		cg_stats st = { 0 };
-		cgroup_stats(sb->cg, &st);
+		cgroup_counters(sb->cg, &st);
 		if (st.have_cpu) {
 			sb->have_cpu_base = true;
 			sb->cpu_base_user_ms = st.cpu_user_ms;

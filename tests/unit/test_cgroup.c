@@ -161,6 +161,14 @@ START_TEST(test_read_keys)
 	ck_assert_int_eq(cg_read_u64(tmp, "pids.current", &v), 0);
 	ck_assert_uint_eq(v, 7);
 	ck_assert_int_eq(cg_read_u64(tmp, "missing", &v), -ENOENT);
+	/* Two keys from one read: both must be there. */
+	put("cpu.stat", "usage_usec 30\nuser_usec 20\nsystem_usec 10\n");
+	uint64_t u = 0, s = 0;
+	ck_assert_int_eq(cg_read_keys2(tmp, "cpu.stat", "user_usec", &u, "system_usec", &s), 0);
+	ck_assert_uint_eq(u, 20);
+	ck_assert_uint_eq(s, 10);
+	ck_assert_int_eq(cg_read_keys2(tmp, "cpu.stat", "user_usec", &u, "nope", &s), -ENOENT);
+	ck_assert_int_eq(cg_read_keys2(tmp, "missing", "a", &u, "b", &s), -ENOENT);
 }
 END_TEST
 
@@ -188,6 +196,13 @@ START_TEST(test_v1_cpu_from_cpuacct)
 	ck_assert_double_eq_tol(st.cpu_system_ms, 200.0, 1e-6);
 	ck_assert(st.have_memory);
 	ck_assert_uint_eq(st.peak_memory, 4096);
+	/* The counters alone (an exec's base): the CPU time, not the peak. */
+	put("mem/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+	cgroup_counters(&cg, &st);
+	ck_assert(st.have_cpu);
+	ck_assert_double_eq_tol(st.cpu_user_ms, 600.0, 1e-6);
+	ck_assert_uint_eq(st.oom_kills, 2);
+	ck_assert(!st.have_memory);
 	cg_sample s;
 	cgroup_sample(&cg, &s);
 	ck_assert(s.have_cpu);
@@ -227,6 +242,14 @@ START_TEST(test_v2_cpu_from_cpu_stat)
 	ck_assert(st.have_cpu);
 	ck_assert_double_eq_tol(st.cpu_user_ms, 500.0, 1e-6);
 	ck_assert_double_eq_tol(st.cpu_system_ms, 250.0, 1e-6);
+	put("memory.peak", "8192\n");
+	put("pids.peak", "3\n");
+	cgroup_counters(&cg, &st);
+	ck_assert(st.have_cpu && !st.have_memory && !st.have_pids_peak);
+	ck_assert_double_eq_tol(st.cpu_system_ms, 250.0, 1e-6);
+	cgroup_stats(&cg, &st);
+	ck_assert(st.have_memory && st.have_pids_peak);
+	ck_assert_uint_eq(st.peak_memory, 8192);
 }
 END_TEST
 
