@@ -302,14 +302,14 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	trace_mark(p->trace, TR_P_START);
 	sigset_t none;
 	sigemptyset(&none);
-	init_default_signals(p->signals_few);
+	init_default_signals(p->keeper_exec);
 	(void) sigprocmask(SIG_SETMASK, &none, NULL);
 
 	/* A new session: the payload has no controlling terminal, so it
 	 * cannot push input into the caller's terminal (TIOCSTI). */
 	if (setsid() < 0)
 		fail(a, STEP_SETSID, -1, errno);
-	int r = caps_drop_bounding(p->cap_last);
+	int r = p->keeper_exec ? 0 : caps_drop_bounding(p->cap_last);
 	if (r < 0)
 		fail(a, STEP_CAPS, -1, r);
 	if (p->may_setgroups && sys_setgroups0() < 0)

@@ -79,7 +79,14 @@ void init_default_signals(bool few)
 		return;
 	}
 	for (int s = 1; s < NSIG; s++)
-		(void) sigaction(s, &dfl, NULL);
+		if (sigaction(s, &dfl, NULL) < 0 && errno == EINVAL && s != SIGKILL && s != SIGSTOP) {
+			/* glibc refuses its own signals (32 and 33), and an
+			 * ignored one stays ignored across execve: the kernel's
+			 * call, with its struct (handler, flags, restorer, mask). */
+			struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } k = { 0 };
+			k.handler = SIG_DFL;
+			(void) syscall(SYS_rt_sigaction, s, &k, NULL, sizeof(k.mask));
+		}
 }
 
 int init_forwarders(void)
@@ -132,7 +139,7 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 	 * being non-dumpable, it cannot be ptraced by them. */
 	const nsbox_plan *p = a->plan;
 	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (caps_drop_bounding(p->cap_last) < 0 || (p->may_setgroups && sys_setgroups0() < 0) ||
+	if ((!p->keeper_exec && caps_drop_bounding(p->cap_last) < 0) || (p->may_setgroups && sys_setgroups0() < 0) ||
 	    sys_setresgid(p->gid, p->gid, p->gid) < 0 || sys_setresuid(p->uid, p->uid, p->uid) < 0 ||
 	    caps_clear() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		child_report(a->sync_fd, STEP_CAPS, -1, errno);

@@ -75,7 +75,7 @@ static bool parse_request(const child_args *a, size_t n, int nfds)
 	exec_plan.keep = false;
 	exec_plan.trace = NULL;
 	exec_plan.pass_fd3 = h.flags & EXEC_FD3;
-	exec_plan.signals_few = true;
+	exec_plan.keeper_exec = true;
 	char *wd[2];
 	if (h.flags & EXEC_WORKDIR) {
 		if (!take_strings(&pos, end, 1, wd) || wd[0][0] != '/')
@@ -154,7 +154,7 @@ __attribute__((noreturn)) void keeper_run(const child_args *a)
 		_exit(125);
 	}
 	/* The bounding set now, once: the keeper never execs, and each exec's
-	 * init and payload then find nothing left to drop. Its effective
+	 * init and payload skip the drop (keeper_exec). Its effective
 	 * capabilities (pid namespaces) are unaffected. */
 	int r = caps_drop_bounding(a->plan->cap_last);
 	if (r < 0) {

@@ -93,7 +93,9 @@ typedef struct nsbox_plan {
 	const char *path_env;      /* PATH value inside, for the command lookup */
 	char *workdir;
 	bool keep;                 /* a long-lived sandbox: pid 1 waits for commands (keeper.c) */
-	bool signals_few;          /* only pid 1's own dispositions differ from SIG_DFL (a keeper's exec) */
+	/* A keeper's exec: the keeper emptied the bounding and ambient sets and
+	 * reset every signal disposition; only pid 1's own differ now. */
+	bool keeper_exec;
 	bool pass_fd3;             /* an exec's payload keeps fd 3 open across execve */
 	uint64_t clone_flags;
 	bool net_none;             /* own network namespace, loopback only */
