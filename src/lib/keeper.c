@@ -1,8 +1,10 @@
 /* pid 1 of a long-lived sandbox (NSBOX_SPAWN_KEEP): set up like any other,
- * it runs no command of its own. It waits on the supervisor's socket for
- * commands (exec_req) and starts each in a pid namespace of its own, whose
- * pid 1 is an init like a run's (init.c): forked and forwarded to, reaped,
- * reported on the exec's own socket. When that pid 1 exits the kernel kills
+ * it runs no command of its own. Each command (exec_req, on the
+ * supervisor's socket) runs in a pid namespace of its own, whose pid 1 is
+ * an init like a run's (init.c): forked and forwarded to, reaped, reported
+ * on the exec's own socket. That pid 1 is made ahead of its request: it
+ * waits for it on the supervisor's socket itself, and once it has it the
+ * keeper makes the next one (PREARM_MIN_PIDS). When that pid 1 exits the kernel kills
  * whatever the command left, so nothing an exec started outlives it, and
  * from inside the exec that pid 1 cannot be signalled away.
  *
@@ -22,11 +24,17 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "coverage.h"
 #include "proto.h"
 #include "syscalls.h"
 
 enum { FD_SOCK, FD_IN, FD_OUT, FD_ERR, FD_3, FD__MAX };
+
+/* An exec's pid 1 made ahead holds a pid of the sandbox's limit while the
+ * current exec runs: below this limit none is made, so that a tight one
+ * stays the command's. */
+#define PREARM_MIN_PIDS 16
 
 /* The request being served: the keeper's own memory, copied into each
  * exec's pid 1 by the fork. */
@@ -134,6 +142,75 @@ __attribute__((noreturn)) static void exec_init(const child_args *a, int fds[FD_
 	init_run(&ea);
 }
 
+/* Wait for a valid request on the supervisor's socket: its fds in fds[],
+ * their number returned; 0 once the supervisor is gone. One we did not
+ * send is refused on its own socket and the wait goes on. */
+static int take_request(const child_args *a, int fds[FD__MAX])
+{
+	for (;;) {
+		char cbuf[CMSG_SPACE(FD__MAX * sizeof(int))];
+		struct iovec iov = { req_buf, sizeof(req_buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+		                     .msg_controllen = sizeof(cbuf) };
+		ssize_t n = recvmsg(a->sync_fd, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		for (int i = 0; i < FD__MAX; i++)
+			fds[i] = -1;
+		int nfds = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && nfds == 0) {
+				nfds = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+				memcpy(fds, CMSG_DATA(c), (size_t) nfds * sizeof(int));
+			}
+		if (!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds >= FD_3 && parse_request(a, (size_t) n, nfds))
+			return nfds;
+		/* Not a request we sent: refuse it on its socket. */
+		if (nfds > 0)
+			child_report(fds[FD_SOCK], STEP_SYNC, -1, EPROTO);
+		close_all(fds, nfds);
+	}
+}
+
+static pid_t clone_newpid(void)
+{
+	struct clone_args ca = { .flags = CLONE_NEWPID, .exit_signal = SIGCHLD };
+	pid_t pid = (pid_t) sys_clone3(&ca);
+	if (pid < 0 && errno == ENOSYS)
+		pid = (pid_t) syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, NULL, NULL, 0);
+	return pid;
+}
+
+/* An exec's pid 1 made before its request: it waits for one on the
+ * supervisor's socket (the keeper does not read it meanwhile), writes a
+ * byte on `took` once it has one, and goes on as exec_init. The read end
+ * is returned, or -1. */
+static int arm(const child_args *a)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = clone_newpid();
+	if (pid == 0) {
+		close(p[0]);
+		int fds[FD__MAX];
+		if (take_request(a, fds) == 0)
+			_exit(0);
+		if (write(p[1], "", 1) != 1)
+			_exit(125);   /* the keeper is gone: so is the sandbox */
+		close(p[1]);
+		exec_init(a, fds);
+	}
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -1;
+	}
+	return p[0];
+}
+
 __attribute__((noreturn)) void keeper_run(const child_args *a)
 {
 	sigset_t all;
@@ -164,35 +241,35 @@ __attribute__((noreturn)) void keeper_run(const child_args *a)
 	msg ready = { .type = MSG_READY };
 	if (send(a->sync_fd, &ready, sizeof(ready), MSG_NOSIGNAL) != (ssize_t) sizeof(ready))
 		_exit(125);
+	bool prearm = !a->plan->cfg || a->plan->cfg->pids >= PREARM_MIN_PIDS;
 	for (;;) {
-		char cbuf[CMSG_SPACE(FD__MAX * sizeof(int))];
-		struct iovec iov = { req_buf, sizeof(req_buf) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-		                     .msg_controllen = sizeof(cbuf) };
-		ssize_t n = recvmsg(a->sync_fd, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			_exit(0);   /* the supervisor is gone: so is the sandbox */
-		int fds[FD__MAX] = { -1, -1, -1, -1, -1 };
-		int nfds = 0;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && nfds == 0) {
-				nfds = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-				memcpy(fds, CMSG_DATA(c), (size_t) nfds * sizeof(int));
-			}
-		if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfds < FD_3 ||
-		    !parse_request(a, (size_t) n, nfds)) {
-			/* Not a request we sent: refuse it on its socket. */
-			if (nfds > 0)
-				child_report(fds[FD_SOCK], STEP_SYNC, -1, EPROTO);
-			close_all(fds, nfds);
-			continue;
+		/* The next exec's pid 1, made ahead: its clone (a copy of our
+		 * memory, which is the embedding program's) is then not on the
+		 * exec's path. It takes the next request itself and tells us,
+		 * and we make the one after. */
+		int took = prearm ? arm(a) : -1;
+		if (took >= 0) {
+			char c;
+			ssize_t n;
+			do
+				n = read(took, &c, 1);
+			while (n < 0 && errno == EINTR);
+			close(took);
+			if (n == 1)
+				continue;
+			/* It ended without a request: because the supervisor
+			 * is gone (so is the sandbox), or killed. */
+			if (recv(a->sync_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+				_exit(0);
 		}
-		struct clone_args ca = { .flags = CLONE_NEWPID, .exit_signal = SIGCHLD };
-		pid_t pid = (pid_t) sys_clone3(&ca);
-		if (pid < 0 && errno == ENOSYS)
-			pid = (pid_t) syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, NULL, NULL, 0);
+		/* No armed init (its clone failed: a pids limit, memory): serve
+		 * one request here, whose socket hears why if the clone fails
+		 * again. */
+		int fds[FD__MAX];
+		int nfds = take_request(a, fds);
+		if (nfds == 0)
+			_exit(0);   /* the supervisor is gone: so is the sandbox */
+		pid_t pid = clone_newpid();
 		if (pid == 0)
 			exec_init(a, fds);
 		if (pid < 0)
