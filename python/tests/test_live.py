@@ -141,3 +141,30 @@ def test_owner_sigkill_leaves_nothing(rootfs):
         assert time.monotonic() < deadline, "left behind: %r %r" % (
             [p for p in procs if alive(p)], [d for d in groups if os.path.exists(d)])
         time.sleep(0.05)
+
+
+GROUP_SIGNALS = r'''
+import os, signal, sys, time
+import nsbox
+got = []
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+    signal.signal(s, lambda n, f: got.append(n))
+with nsbox.Sandbox(rootfs=sys.argv[1]).start() as live:
+    live.exec("true")            # the next exec's init now waits, made ahead
+    time.sleep(0.2)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+        os.killpg(os.getpgrp(), s)
+    time.sleep(0.2)
+    r = live.exec(["sleep", "0.3"])
+    print(sorted(got) == sorted([2, 15, 1, 10]), r.status, r.exit_code, r.record.get("signal"))
+'''
+
+
+def test_signals_to_the_callers_group_do_not_reach_a_later_exec(rootfs):
+    """The keeper and the init made ahead for the next exec are in the
+    embedding program's process group: a ^C or an interrupt meant for the
+    program, while they wait, is not the next command's."""
+    out = subprocess.run([sys.executable, "-c", GROUP_SIGNALS, rootfs], start_new_session=True,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "exited", "0", "None"], out.stdout + out.stderr

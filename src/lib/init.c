@@ -89,6 +89,17 @@ void init_default_signals(bool few)
 		}
 }
 
+void init_drop_forwarded(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&set, forwarded[i]);
+	struct timespec now = { 0, 0 };
+	while (sigtimedwait(&set, NULL, &now) > 0)
+		;
+}
+
 int init_forwarders(void)
 {
 	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
@@ -133,6 +144,10 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 	}
 	payload_pid = pid;
 	trace_mark(a->plan->trace, TR_C_FORKED);
+	if (a->plan->tell_started) {
+		(void) !write(a->plan->started_fd, "", 1);
+		(void) close(a->plan->started_fd);
+	}
 
 	/* pid 1 needs no privilege from here on. It takes the payload's ids,
 	 * so it may still signal the payload's processes without CAP_KILL;

@@ -3,8 +3,8 @@
  * supervisor's socket) runs in a pid namespace of its own, whose pid 1 is
  * an init like a run's (init.c): forked and forwarded to, reaped, reported
  * on the exec's own socket. That pid 1 is made ahead of its request: it
- * waits for it on the supervisor's socket itself, and once it has it the
- * keeper makes the next one (PREARM_MIN_PIDS). When that pid 1 exits the kernel kills
+ * waits for it on the supervisor's socket itself, and once its payload is
+ * started the keeper makes the next one (PREARM_MIN_PIDS). When that pid 1 exits the kernel kills
  * whatever the command left, so nothing an exec started outlives it, and
  * from inside the exec that pid 1 cannot be signalled away.
  *
@@ -114,6 +114,15 @@ __attribute__((noreturn)) static void exec_init(const child_args *a, int fds[FD_
 	if (pidfd < 0 || child_send_fd(fds[FD_SOCK], MSG_PIDFD, pidfd) < 0)
 		_exit(125);
 	(void) close(pidfd);
+	/* A pid 1 made ahead keeps the keeper's pipe, out of the way too. */
+	int started = -1;
+	if (exec_plan.tell_started) {
+		started = fcntl(exec_plan.started_fd, F_DUPFD_CLOEXEC, 64);
+		if (started < 0)
+			_exit(125);
+		(void) close(exec_plan.started_fd);
+		exec_plan.started_fd = started;
+	}
 	/* Out of the way of 0-3 first: a received fd may have any of those
 	 * numbers. */
 	int high[FD__MAX];
@@ -132,10 +141,18 @@ __attribute__((noreturn)) static void exec_init(const child_args *a, int fds[FD_
 		}
 	int sock = high[FD_SOCK];
 	unsigned keep_from = exec_plan.pass_fd3 ? 4 : 3;
-	/* (coverage builds keep their counts' directory open: coverage.h) */
-	if ((unsigned) sock > keep_from)
-		(void) coverage_close_range(keep_from, (unsigned) sock - 1, 0);
-	(void) coverage_close_range((unsigned) sock + 1, ~0U, 0);
+	/* Everything else goes: from keep_from on, all but sock (and started).
+	 * (coverage builds keep their counts' directory open: coverage.h) */
+	unsigned lo = (unsigned) sock, hi = (unsigned) sock;
+	if (started >= 0) {
+		lo = (unsigned) (started < sock ? started : sock);
+		hi = (unsigned) (started < sock ? sock : started);
+	}
+	if (lo > keep_from)
+		(void) coverage_close_range(keep_from, lo - 1, 0);
+	if (hi > lo + 1)
+		(void) coverage_close_range(lo + 1, hi - 1, 0);
+	(void) coverage_close_range(hi + 1, ~0U, 0);
 	child_args ea = *a;
 	ea.plan = &exec_plan;
 	ea.sync_fd = sock;
@@ -198,9 +215,14 @@ static int arm(const child_args *a)
 		int fds[FD__MAX];
 		if (take_request(a, fds) == 0)
 			_exit(0);
-		if (write(p[1], "", 1) != 1)
-			_exit(125);   /* the keeper is gone: so is the sandbox */
-		close(p[1]);
+		/* Signals sent to the process group while we waited (a
+		 * terminal's ^C, an interrupt meant for the embedding program)
+		 * are pending here, blocked: they are not this command's. */
+		init_drop_forwarded();
+		/* The keeper makes the next pid 1 once our payload is started
+		 * (init_run), so that it never takes the payload's last pid. */
+		exec_plan.tell_started = true;
+		exec_plan.started_fd = p[1];
 		exec_init(a, fds);
 	}
 	close(p[1]);
@@ -245,8 +267,8 @@ __attribute__((noreturn)) void keeper_run(const child_args *a)
 	for (;;) {
 		/* The next exec's pid 1, made ahead: its clone (a copy of our
 		 * memory, which is the embedding program's) is then not on the
-		 * exec's path. It takes the next request itself and tells us,
-		 * and we make the one after. */
+		 * exec's path. It takes the next request itself and tells us
+		 * once its payload is started, and we make the one after. */
 		int took = prearm ? arm(a) : -1;
 		if (took >= 0) {
 			char c;

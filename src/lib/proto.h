@@ -71,6 +71,8 @@ void child_arm_parent_death(const child_args *a);
 /* init.c: install the handlers that forward signals to the payload (a
  * namespace's init drops a signal whose handler is SIG_DFL when it is sent). */
 int init_forwarders(void);
+/* init.c: discard the forwarded signals that are pending (blocked) here. */
+void init_drop_forwarded(void);
 /* init.c: set signal dispositions back to SIG_DFL: every one, or (`few`)
  * only those pid 1 itself changes (its forwarders' and SIGCHLD's). */
 void init_default_signals(bool few);
