@@ -30,12 +30,8 @@ int caps_drop_bounding(int cap_last)
 {
 	/* The bounding set first: dropping it needs CAP_SETPCAP, which the
 	 * capset below removes. */
-	/* Only what is still there: each drop is a new set of credentials
-	 * (an allocation and an RCU free). A long-lived sandbox's keeper calls
-	 * this once; its execs inherit the empty sets and skip it. */
 	for (int c = 0; c <= cap_last; c++)
-		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) != 0 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
-		    errno != EINVAL)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
 			return -errno;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
