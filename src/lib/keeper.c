@@ -2,11 +2,12 @@
  * it runs no command of its own. Each command (exec_req, on the
  * supervisor's socket) runs in a pid namespace of its own, whose pid 1 is
  * an init like a run's (init.c): forked and forwarded to, reaped, reported
- * on the exec's own socket. That pid 1 is made ahead of its request: it
- * waits for it on the supervisor's socket itself, and once its payload is
- * started the keeper makes the next one (PREARM_MIN_PIDS). When that pid 1 exits the kernel kills
+ * on the exec's own socket. When that pid 1 exits the kernel kills
  * whatever the command left, so nothing an exec started outlives it, and
- * from inside the exec that pid 1 cannot be signalled away.
+ * from inside the exec that pid 1 cannot be signalled away. That pid 1 is
+ * made ahead of its request: it waits for it on the supervisor's socket
+ * itself, and once its payload is started the keeper makes the next one
+ * (PREARM_MIN_PIDS).
  *
  * Like child.c it never allocates: it is a copy of a caller that may have
  * had other threads. The keeper keeps the setup identity's capabilities in
@@ -201,9 +202,9 @@ static pid_t clone_newpid(void)
 }
 
 /* An exec's pid 1 made before its request: it waits for one on the
- * supervisor's socket (the keeper does not read it meanwhile), writes a
- * byte on `took` once it has one, and goes on as exec_init. The read end
- * is returned, or -1. */
+ * supervisor's socket (the keeper does not read it meanwhile) and goes on
+ * as exec_init, whose init_run writes a byte on the pipe once the payload
+ * is started. The pipe's read end is returned, or -1. */
 static int arm(const child_args *a)
 {
 	int p[2];
@@ -238,11 +239,11 @@ __attribute__((noreturn)) void keeper_run(const child_args *a)
 	sigset_t all;
 	sigfillset(&all);
 	(void) sigprocmask(SIG_SETMASK, &all, NULL);
-	/* Each exec's pid 1 is reaped by the kernel once it exits: the
-	 * supervisor learns of it through its pidfd. */
 	/* Every disposition the embedding program left us back to SIG_DFL,
 	 * once: each exec's payload then resets only its init's own. */
 	init_default_signals(false);
+	/* Each exec's pid 1 is reaped by the kernel once it exits: the
+	 * supervisor learns of it through its pidfd. */
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	/* The forwarding handlers now, inherited by each exec's init: a signal
 	 * sent to it before it installs them itself would otherwise be dropped

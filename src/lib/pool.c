@@ -13,9 +13,9 @@
  * waits until the taken runs are given back with nsbox_pool_release() and
  * POOL_SETTLE_MS more (the caller goes on with its result meanwhile),
  * POOL_DEFER_MS at most from when the pool fell short; an empty pool
- * refills at once. The thread frees
- * what is given back, so that its teardown (the pid namespace's, the
- * janitor's) is not on the caller's path either. */
+ * refills at once. The thread frees what is given back, so that its
+ * teardown (the pid namespace's, the janitor's) is not on the caller's
+ * path either. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -58,9 +58,9 @@ struct nsbox_pool {
 	const nsbox_sandbox *inflight[POOL_INFLIGHT_MAX];
 	struct timespec inflight_at[POOL_INFLIGHT_MAX];   /* ...when each was taken */
 	uint32_t n_inflight;
-	struct timespec short_since;   /* when the pool last fell below its size */
-	struct timespec released_at;   /* the last nsbox_pool_release() */
-	bool any_released;
+	/* When the pool last fell below its size, and the last release; zero
+	 * (the clock's start, long past) before the first. */
+	struct timespec short_since, released_at;
 	nsbox_sandbox **released;   /* given back, for the thread to free */
 	size_t n_released, cap_released;
 };
@@ -98,7 +98,7 @@ static bool defer_refill(nsbox_pool *p)
 			i++;
 	}
 	if (p->n_inflight == 0) {
-		int64_t settle = p->any_released ? POOL_SETTLE_MS - ms_since(&p->released_at) : 0;
+		int64_t settle = POOL_SETTLE_MS - ms_since(&p->released_at);
 		if (settle <= 0)
 			return false;
 		if (settle < left)
@@ -374,7 +374,6 @@ void nsbox_pool_release(nsbox_pool *p, nsbox_sandbox *sb)
 		if (queued)
 			p->released[p->n_released++] = sb;
 		clock_gettime(CLOCK_MONOTONIC, &p->released_at);
-		p->any_released = true;
 		pthread_cond_broadcast(&p->changed);
 		pthread_mutex_unlock(&p->lock);
 		if (queued)
