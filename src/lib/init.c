@@ -144,7 +144,7 @@ __attribute__((noreturn)) void init_run(const child_args *a)
 	}
 	payload_pid = pid;
 	trace_mark(a->plan->trace, TR_C_FORKED);
-	if (a->plan->tell_started) {
+	if (a->plan->started_fd >= 0) {
 		(void) !write(a->plan->started_fd, "", 1);
 		(void) close(a->plan->started_fd);
 	}

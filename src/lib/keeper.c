@@ -117,7 +117,7 @@ __attribute__((noreturn)) static void exec_init(const child_args *a, int fds[FD_
 	(void) close(pidfd);
 	/* A pid 1 made ahead keeps the keeper's pipe, out of the way too. */
 	int started = -1;
-	if (exec_plan.tell_started) {
+	if (exec_plan.started_fd >= 0) {
 		started = fcntl(exec_plan.started_fd, F_DUPFD_CLOEXEC, 64);
 		if (started < 0)
 			_exit(125);
@@ -222,7 +222,6 @@ static int arm(const child_args *a)
 		init_drop_forwarded();
 		/* The keeper makes the next pid 1 once our payload is started
 		 * (init_run), so that it never takes the payload's last pid. */
-		exec_plan.tell_started = true;
 		exec_plan.started_fd = p[1];
 		exec_init(a, fds);
 	}

@@ -499,7 +499,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	nsbox_plan *p = calloc(1, sizeof(*p));
 	if (!p)
 		return nsbox_err(err, ENOMEM, "plan", "plan the sandbox");
-	p->rootfs_fd = p->devnull_fd = -1;
+	p->rootfs_fd = p->devnull_fd = p->started_fd = -1;
 	p->ws = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
 	const char *home = getenv("HOME");
 	r = config_copy(&p->cfg, cfg) < 0 ? nsbox_err(err, ENOMEM, "plan", "copy configuration") : 0;

@@ -97,8 +97,8 @@ typedef struct nsbox_plan {
 	 * reset every signal disposition; only pid 1's own differ now. */
 	bool keeper_exec;
 	/* ...made ahead (keeper.c): pid 1 writes a byte on started_fd once its
-	 * payload is started, and the keeper makes the next one only then. */
-	bool tell_started;
+	 * payload is started, and the keeper makes the next one only then;
+	 * -1 otherwise. */
 	int started_fd;
 	bool pass_fd3;             /* an exec's payload keeps fd 3 open across execve */
 	uint64_t clone_flags;
