@@ -47,7 +47,7 @@ allowed = {n for r in prof["syscalls"] if r["action"] == "SCMP_ACT_ALLOW" for n 
 # What nsbox calls: raw syscall numbers in its sources, and the libc wrappers
 # of the namespace and mount calls (those a runtime's default profile gates).
 used = set()
-for f in glob.glob(os.path.join(SRC, "src", "lib", "*.[ch]")) + glob.glob(os.path.join(SRC, "src", "cli", "*.c")):
+for f in glob.glob(os.path.join(SRC, "src", "lib", "**", "*.[ch]"), recursive=True) + glob.glob(os.path.join(SRC, "src", "cli", "**", "*.c"), recursive=True):
     text = open(f, errors="replace").read()
     used |= set(re.findall(r"\b(?:SYS|__NR)_([a-z0-9_]+)", text))
     used |= set(re.findall(r"\b(unshare|setns|mount|umount2|pivot_root|sethostname|clone|prctl|seccomp|"

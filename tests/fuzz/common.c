@@ -12,11 +12,11 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "fsutil.h"
+#include "base/fsutil.h"
 #include "fuzz.h"
-#include "images.h"
+#include "image/images.h"
 #include "nsbox.h"
-#include "syscalls.h"
+#include "base/syscalls.h"
 
 bool fuzz_replaying;
 

@@ -16,11 +16,11 @@ O := $(builddir)/tests/fuzz/obj
 vpath %.c $(builddir) $(srcdir)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-# The library's own includes are relative to each file ("seccomp.h" is
-# ours, <seccomp.h> libseccomp's): only the harnesses see src/lib.
+# The library's own includes name their group ("seccomp/seccomp.h" is
+# ours, <seccomp.h> libseccomp's), as in Makefile.am.
 CFLAGS_LIB := -std=gnu11 -g -O1 $(SAN) $(filter-out -Werror,$(WARN_CFLAGS)) -Wno-format-nonliteral \
-	-I$(srcdir)/src/include -I$(builddir) -include config.h $(LIB_CFLAGS)
-CFLAGS_ALL := $(CFLAGS_LIB) -I$(srcdir)/src/lib -I$(srcdir)/src/cli -I$(srcdir)/tests/fuzz
+	-I$(srcdir)/src/include -I$(srcdir)/src/lib -I$(srcdir)/src/cli -I$(builddir) -include config.h $(LIB_CFLAGS)
+CFLAGS_ALL := $(CFLAGS_LIB) -I$(srcdir)/tests/fuzz
 
 LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(LIB_SOURCES)))
 CLI_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(CLI_SOURCES)))

@@ -24,10 +24,10 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "fuzz.h"
-#include "json.h"
-#include "workspace.h"
+#include "base/json.h"
+#include "workspace/workspace.h"
 
 /* Walk to the parent of `path` below `root`, creating directories; the
  * last component's name goes in *name. -1 when the path is unusable. */

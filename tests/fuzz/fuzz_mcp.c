@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "mcp.h"
+#include "mcp/mcp.h"
 
 #define CAP 4096            /* the read buffer (the server's is 4 MiB) */
 #define OPERATOR_TIMEOUT_MS 30000

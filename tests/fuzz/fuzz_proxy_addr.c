@@ -9,7 +9,7 @@
 
 #include "fuzz.h"
 #include "nsbox.h"
-#include "proxy.h"
+#include "net/proxy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

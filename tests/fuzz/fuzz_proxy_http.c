@@ -14,7 +14,7 @@
 
 #include "fuzz.h"
 #include "nsbox.h"
-#include "proxy.h"
+#include "net/proxy.h"
 
 static bool has_prefix_ci(const char *line, size_t n, const char *name)
 {

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "seccomp.h"
-#include "seccomp_profile.h"
+#include "seccomp/seccomp.h"
+#include "seccomp/seccomp_profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

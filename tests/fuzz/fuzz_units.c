@@ -6,7 +6,7 @@
 
 #include "fuzz.h"
 #include "nsbox.h"
-#include "units.h"
+#include "base/units.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

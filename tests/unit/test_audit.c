@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "nsbox.h"
-#include "image_digest.h"
-#include "sha256.h"
+#include "image/image_digest.h"
+#include "base/sha256.h"
 #include "unit.h"
 
 static const struct { const char *in; const char *hex; } vectors[] = {

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "sandbox.h"
-#include "sha256.h"
+#include "base/error.h"
+#include "sandbox/sandbox.h"
+#include "base/sha256.h"
 #include "unit.h"
 
 static bool has(const char *line, const char *part)

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
+#include "record/capture.h"
 #include "unit.h"
 
 static char *text(capture *c, size_t *len, bool *trunc)

@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fsutil.h"
-#include "strv.h"
+#include "base/fsutil.h"
+#include "base/strv.h"
 #include "unit.h"
-#include "workspace.h"
+#include "workspace/workspace.h"
 
 static char base[64], upper[96], lower[96];
 

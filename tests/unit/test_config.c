@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conf.h"
-#include "error.h"
+#include "config/conf.h"
+#include "base/error.h"
 #include "unit.h"
 
 static nsbox_config *fresh(void)

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fsutil.h"
+#include "base/fsutil.h"
 #include "unit.h"
 
 static char dir[64];

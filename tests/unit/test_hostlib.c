@@ -28,15 +28,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "idmap.h"
-#include "janitor.h"
+#include "cgroup/cgroup.h"
+#include "plan/idmap.h"
+#include "sandbox/janitor.h"
 #include "nsbox.h"
-#include "workspace.h"
-#include "error.h"
-#include "plan.h"
-#include "proxy.h"
-#include "seccomp.h"
+#include "workspace/workspace.h"
+#include "base/error.h"
+#include "plan/plan.h"
+#include "net/proxy.h"
+#include "seccomp/seccomp.h"
 #include "unit.h"
 
 static bool need_root(const char *what)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "idmap.h"
+#include "plan/idmap.h"
 #include "unit.h"
 
 START_TEST(test_keep_id_middle)

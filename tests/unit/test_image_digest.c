@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "image_digest.h"
+#include "image/image_digest.h"
 #include "unit.h"
 
 static char dir[64];

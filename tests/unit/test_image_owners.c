@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "idmap.h"
-#include "image_owners.h"
+#include "plan/idmap.h"
+#include "image/image_owners.h"
 #include "unit.h"
 
 #define BASE 200000u

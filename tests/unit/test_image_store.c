@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "images.h"
-#include "image_strip.h"
+#include "image/images.h"
+#include "image/image_strip.h"
 #include "unit.h"
 
 static char dir[64];

@@ -11,8 +11,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fsutil.h"
-#include "image_strip.h"
+#include "base/fsutil.h"
+#include "image/image_strip.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/nsbox-strip.XXXXXX";

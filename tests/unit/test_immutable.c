@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fsutil.h"
-#include "image_owners.h"
-#include "image_strip.h"
+#include "base/fsutil.h"
+#include "image/image_owners.h"
+#include "image/image_strip.h"
 #include "unit.h"
 
 static char dir[64];

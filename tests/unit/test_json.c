@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "base/json.h"
 #include "unit.h"
 
 static char *enc(const char *s, size_t n, bool *replaced)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy.h"
+#include "net/proxy.h"
 #include "unit.h"
 
 static int parse(const char *head, proxy_req *r, const char **why)

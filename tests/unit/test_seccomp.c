@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "seccomp.h"
+#include "seccomp/seccomp.h"
 #include "unit.h"
 
 #define SHIFT 4000

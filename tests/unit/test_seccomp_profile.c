@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "seccomp.h"
-#include "seccomp_profile.h"
+#include "base/error.h"
+#include "seccomp/seccomp.h"
+#include "seccomp/seccomp_profile.h"
 #include <sys/syscall.h>
 #include "unit.h"
 

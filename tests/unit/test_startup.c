@@ -7,7 +7,7 @@
 #include <sched.h>
 #include <stdio.h>
 
-#include "plan.h"
+#include "plan/plan.h"
 #include "unit.h"
 
 static cpu_set_t set_of(const int *cpus, int n)

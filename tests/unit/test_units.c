@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "units.h"
+#include "base/units.h"
 #include "unit.h"
 
 static const struct { const char *in; int ret; uint64_t out; } sizes[] = {

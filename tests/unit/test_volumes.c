@@ -1,7 +1,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "volumes.h"
+#include "config/volumes.h"
 #include "unit.h"
 
 static const struct { const char *src, *rule; bool forbidden; } rules[] = {

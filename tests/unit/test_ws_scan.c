@@ -18,12 +18,12 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "coverage.h"
-#include "fsutil.h"
-#include "strv.h"
+#include "base/buf.h"
+#include "base/coverage.h"
+#include "base/fsutil.h"
+#include "base/strv.h"
 #include "unit.h"
-#include "workspace.h"
+#include "workspace/workspace.h"
 
 static char base[64], upper[96], lower[96];
 

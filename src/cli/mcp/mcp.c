@@ -1,0 +1,386 @@
+/* `nsbox mcp [RUN OPTIONS]`: a Model Context Protocol server on stdio.
+ * JSON-RPC 2.0, one message per line. Every client byte is hostile: it is
+ * parsed by jansson (strict: valid UTF-8, no trailing garbage, bounded
+ * nesting), a line longer than MAX_MSG is discarded with an error, and any
+ * malformed message gets a JSON-RPC error while the server keeps serving.
+ * stdout carries only protocol messages; diagnostics go to stderr. Tool
+ * calls run as child processes, so several can run at once and a
+ * notifications/cancelled stops one (its sandbox is killed). */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cli.h"
+#include "mcp/mcp.h"
+
+#define MAX_MSG (4u << 20)
+#define MAX_RECORD (64u << 20)
+/* Calls running at once in one server: each is a sandbox with the
+ * operator's limits, so this bounds what one client can multiply them by. */
+#define MAX_CALLS 8
+
+/* Newest first: the answer to a version we do not know. */
+static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26" };
+
+static const char mcp_usage[] =
+	"Usage: nsbox mcp [RUN OPTIONS]\n"
+	"Serve the tools run_code and run_command to a Model Context Protocol client on\n"
+	"stdin/stdout. The options (and --policy) are the ceiling for every call: a call\n"
+	"may only lower the timeout. See nsbox(1), section MCP SERVER.\n";
+
+extern char **environ;
+
+static void send_msg(const mcp_server *srv, json_t *m)
+{
+	char *s = m ? json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+	json_decref(m);
+	if (!s) {
+		print_msg("mcp: cannot render a message (out of memory)");
+		return;
+	}
+	size_t n = strlen(s);
+	s[n] = '\n';   /* replaces the NUL: written with its length */
+	const char *p = s;
+	n++;
+	while (n) {
+		ssize_t w = write(srv->out_fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			break;
+		p += w;
+		n -= (size_t) w;
+	}
+	free(s);
+}
+
+static void send_error(const mcp_server *s, json_t *id, int code, const char *msg)
+{
+	send_msg(s, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
+	                   "code", code, "message", msg));
+}
+
+static void send_result(const mcp_server *s, json_t *id, json_t *result)
+{
+	send_msg(s, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result ? result : json_object()));
+}
+
+static json_t *initialize(mcp_server *s, json_t *params, const char **err)
+{
+	const char *want = json_string_value(json_object_get(params, "protocolVersion"));
+	if (!json_is_object(params) || !want) {
+		*err = "invalid params: initialize needs a string 'protocolVersion'";
+		return NULL;
+	}
+	const char *v = versions[0];
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (!strcmp(versions[i], want))
+			v = versions[i];
+	/* structuredContent and outputSchema came with 2025-06-18. */
+	s->structured = strcmp(v, "2025-03-26") != 0;
+	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}", "protocolVersion", v, "capabilities", "tools",
+	                 "listChanged", 0, "serverInfo", "name", "nsbox", "version", PACKAGE_VERSION, "instructions",
+	                 "Each call runs in a fresh sandbox that the operator's options bound; a call may only "
+	                 "lower the timeout.");
+}
+
+/* The run supervisor forwards a first signal to the sandbox and kills it
+ * at a second one; two different signals cannot merge while pending, so
+ * the sandbox is killed now, and its cgroup and mounts go with it. */
+static void stop(mcp_call *c)
+{
+	/* kill() with 0 or -1 would reach our group or every process. */
+	if (c->pid <= 0)
+		return;
+	(void) kill(c->pid, SIGTERM);
+	(void) kill(c->pid, SIGINT);
+}
+
+static void cancel(mcp_call *calls, json_t *params)
+{
+	json_t *rid = json_object_get(params, "requestId");
+	for (mcp_call *c = calls; rid && c; c = c->next)
+		if (!c->cancelled && json_equal(c->id, rid)) {
+			c->cancelled = true;
+			stop(c);
+		}
+}
+
+void mcp_handle(mcp_server *s, mcp_call **calls, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!m) {
+		send_error(s, NULL, -32700, "parse error: not a JSON message");
+		return;
+	}
+	json_t *id = json_object_get(m, "id");
+	json_t *params = json_object_get(m, "params");
+	const char *method = json_string_value(json_object_get(m, "method"));
+	bool valid_id = !id || json_is_string(id) || json_is_integer(id);
+	if (!json_is_object(m) || !json_is_string(json_object_get(m, "jsonrpc")) ||
+	    strcmp(json_string_value(json_object_get(m, "jsonrpc")), "2.0") || !valid_id ||
+	    (params && !json_is_object(params) && !json_is_array(params))) {
+		send_error(s, valid_id ? id : NULL, -32600, "invalid request: expected a JSON-RPC 2.0 object");
+		goto out;
+	}
+	if (!method) {
+		/* A response to us: we send no requests, so there is nothing to match. */
+		if (!json_object_get(m, "result") && !json_object_get(m, "error"))
+			send_error(s, id, -32600, "invalid request: 'method' must be a string");
+		goto out;
+	}
+	if (!id) {   /* a notification: never answered */
+		if (!strcmp(method, "notifications/cancelled"))
+			cancel(*calls, params);
+		goto out;
+	}
+	const char *err = NULL;
+	if (!strcmp(method, "initialize")) {
+		json_t *r = initialize(s, params, &err);
+		if (r)
+			send_result(s, id, r);
+	} else if (!strcmp(method, "server/discover")) {
+		/* The stateless discovery of the 2026-07-28 revision: everything
+		 * initialize and tools/list say, in one answer. */
+		json_t *r = mcp_tools_list(s);
+		json_object_set_new(r, "protocolVersion", json_string("2026-07-28"));
+		json_object_set_new(r, "capabilities", json_pack("{s:{s:b}}", "tools", "listChanged", 0));
+		json_object_set_new(r, "serverInfo", json_pack("{s:s, s:s}", "name", "nsbox", "version", PACKAGE_VERSION));
+		send_result(s, id, r);
+	} else if (!strcmp(method, "ping")) {
+		send_result(s, id, NULL);
+	} else if (!strcmp(method, "tools/list")) {
+		if (params && json_is_object(params) && json_object_get(params, "cursor") &&
+		    !json_is_string(json_object_get(params, "cursor")))
+			err = "invalid params: 'cursor' must be a string";
+		else
+			send_result(s, id, mcp_tools_list(s));
+	} else if (!strcmp(method, "tools/call")) {
+		mcp_call *c = NULL;
+		json_t *r = NULL;
+		int running = 0;
+		for (mcp_call *o = *calls; o; o = o->next, running++)
+			if (json_equal(o->id, id))
+				err = "invalid request: a call with this id is still running";
+		if (running >= MAX_CALLS)
+			err = "invalid request: 8 calls are running; wait for one to end";
+		if (!err && mcp_tools_call(s, params, &c, &r, &err) == 0) {
+			if (c) {
+				c->id = json_incref(id);
+				c->next = *calls;
+				*calls = c;
+			} else {
+				send_result(s, id, r);
+			}
+		}
+	} else {
+		send_error(s, id, -32601, "method not found");
+	}
+	if (err)
+		send_error(s, id, strncmp(err, "invalid params", 14) ? -32600 : -32602, err);
+out:
+	json_decref(m);
+}
+
+size_t mcp_feed(mcp_server *s, mcp_call **calls, char *buf, size_t used, size_t cap, bool *discarding)
+{
+	char *start = buf, *nl;
+	while ((nl = memchr(start, '\n', used - (size_t) (start - buf)))) {
+		size_t len = (size_t) (nl - start);
+		if (!*discarding && len && !(len == 1 && start[0] == '\r'))
+			mcp_handle(s, calls, start, len);
+		*discarding = false;
+		start = nl + 1;
+	}
+	used -= (size_t) (start - buf);
+	memmove(buf, start, used);
+	if (used == cap) {
+		if (!*discarding)
+			send_error(s, NULL, -32600, "invalid request: message longer than 4 MiB");
+		*discarding = true;
+		used = 0;
+	}
+	return used;
+}
+
+/* Read what the child wrote; at EOF reap it and answer (unless cancelled). */
+static bool call_io(mcp_server *s, mcp_call *c)
+{
+	if (c->kind != MCP_RUN && c->len >= MCP_MAX_TEXT) {
+		/* Enough of a diff for a model: the rest is drained, unkept. */
+		if (!c->truncated)
+			stop(c), c->truncated = true;
+		char sink[65536];
+		ssize_t d = read(c->out_fd, sink, sizeof(sink));
+		if (d > 0 || (d < 0 && (errno == EINTR || errno == EAGAIN)))
+			return false;
+	} else if (c->len == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 65536;
+		char *n = cap <= MAX_RECORD ? realloc(c->out, cap) : NULL;
+		if (!n) {
+			stop(c);
+			c->len = 0;   /* drop it; the answer says no record */
+		} else {
+			c->out = n;
+			c->cap = cap;
+		}
+	}
+	ssize_t r = c->len < c->cap && !c->truncated ? read(c->out_fd, c->out + c->len, c->cap - c->len) : 0;
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return false;
+	if (r > 0) {
+		c->len += (size_t) r;
+		return false;
+	}
+	int st = 0;
+	while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!c->cancelled)
+		send_result(s, c->id, mcp_call_result(s, c, st));
+	return true;
+}
+
+static int parse_options(int argc, char **argv, mcp_server *s)
+{
+	char **v = calloc((size_t) argc + 3, sizeof(char *));
+	if (!v)
+		return -1;
+	v[0] = "run";
+	for (int i = 1; i < argc; i++)
+		v[i] = argv[i];
+	v[argc] = "--";
+	v[argc + 1] = "true";
+	run_args a;
+	char msg[512];
+	int rc = -1;
+	if (parse_run_args(argc + 2, v, environ, &a, msg, sizeof(msg)) < 0) {
+		print_msg("mcp: %s", msg);
+		goto out;
+	}
+	if (a.argc != 1 || a.json || a.interactive || a.result_file || a.stats_interval) {
+		print_msg("mcp: only run options that bound the sandbox apply (no command, --json, -i, "
+		          "--result-file or --stats-interval)");
+		goto out;
+	}
+	nsbox_config *cfg = NULL;
+	nsbox_error *e = NULL;
+	int r = config_with_policy(a.policy, &cfg, &e);
+	for (size_t i = 0; r == 0 && i < a.n_settings; i++)
+		r = nsbox_config_set(cfg, a.settings[i].key, a.settings[i].value, a.settings[i].origin, &e);
+	if (r < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+	} else {
+		s->timeout_ms = nsbox_config_timeout_ms(cfg);
+		s->run_opts = argv + 1;
+		s->n_run_opts = argc - 1;
+		/* A session (--session NAME or NSBOX_SESSION) turns the
+		 * workspace tools on: they review that session only. */
+		const char *session = NULL;
+		for (size_t i = 0; i < a.n_settings; i++)
+			if (!strcmp(a.settings[i].key, "workspace.session"))
+				session = a.settings[i].value;
+		s->session = session ? strdup(session) : NULL;
+		s->policy = a.policy ? strdup(a.policy) : NULL;
+		rc = (session && !s->session) || (a.policy && !s->policy) ? -1 : 0;
+	}
+	nsbox_config_free(cfg);
+out:
+	if (!a.help || rc == 0)
+		run_args_free(&a);
+	free(v);
+	return rc;
+}
+
+int cmd_mcp(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return fputs(mcp_usage, stdout), 0;
+	mcp_server s = { .structured = true, .out_fd = 1 };
+	if (parse_options(argc, argv, &s) < 0) {
+		free((char *) s.session);
+		free((char *) s.policy);
+		return EXIT_SETUP;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* A client closing us with SIGTERM (the SDK does after EOF) must not
+	 * leave calls running: the signals end the loop like EOF does. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	int sfd = sigprocmask(SIG_BLOCK, &set, NULL) == 0 ? signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
+	mcp_call *calls = NULL;
+	char *buf = malloc(MAX_MSG + 1);
+	if (!buf) {
+		free((char *) s.session);
+		free((char *) s.policy);
+		if (sfd >= 0)
+			close(sfd);
+		return EXIT_SETUP;
+	}
+	size_t used = 0;
+	bool eof = false, discarding = false;
+	while (!eof || calls) {
+		struct pollfd p[MAX_CALLS + 2];
+		mcp_call *who[MAX_CALLS + 2];
+		nfds_t n = 0;
+		if (!eof)
+			p[n++] = (struct pollfd){ .fd = 0, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		for (mcp_call *c = calls; c && n < MAX_CALLS + 2; c = c->next) {
+			who[n] = c;
+			p[n++] = (struct pollfd){ .fd = c->out_fd, .events = POLLIN };
+		}
+		if (poll(p, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			print_msg("mcp: poll: %s", strerror(errno));
+			break;
+		}
+		nfds_t first = eof ? 1 : 2;
+		struct signalfd_siginfo si;
+		if (p[first - 1].revents && read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+			eof = true;
+		for (nfds_t i = first; i < n; i++) {
+			if (!p[i].revents || !call_io(&s, who[i]))
+				continue;
+			for (mcp_call **pp = &calls; *pp; pp = &(*pp)->next)
+				if (*pp == who[i]) {
+					*pp = who[i]->next;
+					break;
+				}
+			mcp_call_free(who[i]);
+		}
+		ssize_t r = eof || !p[0].revents ? 1 : read(0, buf + used, MAX_MSG - used);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (eof || r <= 0) {
+			/* The client is gone: nothing it started may outlive it. */
+			eof = true;
+			for (mcp_call *c = calls; c; c = c->next)
+				if (!c->cancelled)
+					c->cancelled = true, stop(c);
+			continue;
+		}
+		if (!p[0].revents)
+			continue;
+		used = mcp_feed(&s, &calls, buf, used + (size_t) r, MAX_MSG, &discarding);
+	}
+	free(buf);
+	free((char *) s.session);
+	free((char *) s.policy);
+	if (sfd >= 0)
+		close(sfd);
+	return 0;
+}

@@ -1,0 +1,403 @@
+/* Child side: building the new root filesystem from the plan's mount ops.
+ * Every target is resolved with openat2(RESOLVE_IN_ROOT) against the new
+ * root, so a symlink in a hostile image resolves inside the image and never
+ * onto the host; every bind is made from an fd with open_tree/move_mount.
+ * No allocation and no stdio here: this runs after clone. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plan/plan.h"
+#include "base/syscalls.h"
+
+/* "/proc/self/fd/N" into buf (no snprintf in the child). */
+static const char *fd_path(char buf[32], int fd)
+{
+	static const char prefix[] = "/proc/self/fd/";
+	char digits[12];
+	int n = 0;
+	unsigned v = (unsigned) fd;
+	do {
+		digits[n++] = (char) ('0' + v % 10);
+		v /= 10;
+	} while (v && n < 11);
+	memcpy(buf, prefix, sizeof(prefix) - 1);
+	for (int i = 0; i < n; i++)
+		buf[sizeof(prefix) - 1 + i] = digits[n - 1 - i];
+	buf[sizeof(prefix) - 1 + n] = '\0';
+	return buf;
+}
+
+static int resolve(int root, const char *target, unsigned extra_flags)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC | extra_flags,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = sys_openat2(root, *target ? target : ".", &how);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Split "a/b/c" into the parent fd (resolved in root) and the last name. */
+static int open_parent(int root, const char *target, char name[NAME_MAX + 1])
+{
+	char dir[PATH_MAX];
+	size_t len = strlen(target);
+	if (len >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, target, len + 1);
+	char *slash = strrchr(dir, '/');
+	const char *base = slash ? slash + 1 : dir;
+	if (strlen(base) > NAME_MAX || !*base)
+		return -EINVAL;
+	memcpy(name, base, strlen(base) + 1);
+	if (slash)
+		*slash = '\0';
+	else
+		dir[0] = '\0';
+	return resolve(root, dir, O_DIRECTORY);
+}
+
+/* Create a missing mount point and its missing parents. */
+static int make_point(int root, const char *target, bool file)
+{
+	char part[PATH_MAX];
+	size_t len = strlen(target);
+	if (len >= sizeof(part))
+		return -ENAMETOOLONG;
+	for (size_t i = 1; i <= len; i++) {
+		if (target[i] != '/' && target[i] != '\0')
+			continue;
+		memcpy(part, target, i);
+		part[i] = '\0';
+		bool last = target[i] == '\0';
+		char name[NAME_MAX + 1];
+		int dfd = open_parent(root, part, name);
+		if (dfd < 0)
+			return dfd;
+		int r = 0;
+		if (last && file) {
+			int f = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+			if (f >= 0)
+				close(f);
+			else if (errno != EEXIST)
+				r = -errno;
+		} else if (mkdirat(dfd, name, 0755) < 0 && errno != EEXIST) {
+			r = -errno;
+		}
+		close(dfd);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int resolve_target(int root, const mount_op *op)
+{
+	int fd = resolve(root, op->target, 0);
+	if (fd == -ENOENT && (op->flags & OPF_MKPOINT)) {
+		int r = make_point(root, op->target, op->flags & OPF_FILE);
+		if (r < 0)
+			return r;
+		fd = resolve(root, op->target, 0);
+	}
+	return fd;
+}
+
+static unsigned attr_flags(unsigned f)
+{
+	return ((f & OPF_RDONLY) ? MOUNT_ATTR_RDONLY : 0) | ((f & OPF_NOSUID) ? MOUNT_ATTR_NOSUID : 0) |
+	       ((f & OPF_NODEV) ? MOUNT_ATTR_NODEV : 0) | ((f & OPF_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
+}
+
+/* Clone the tree at src_fd, set its attributes while it is still detached
+ * (so it is never visible writable), then attach it on dst_fd. */
+static int bind_fd(int src_fd, int dst_fd, unsigned flags)
+{
+	unsigned rec = (flags & OPF_RECURSIVE) ? AT_RECURSIVE : 0;
+	int tree = sys_open_tree(src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec);
+	if (tree < 0)
+		return -errno;
+	int r = 0;
+	struct mount_attr attr = { .attr_set = attr_flags(flags) };
+	if (attr.attr_set && sys_mount_setattr(tree, "", AT_EMPTY_PATH | rec, &attr) < 0)
+		r = -errno;
+	if (r == 0 && sys_move_mount(tree, "", dst_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	close(tree);
+	return r;
+}
+
+static unsigned long ms_flags(unsigned f)
+{
+	return ((f & OPF_RDONLY) ? MS_RDONLY : 0) | ((f & OPF_NOSUID) ? MS_NOSUID : 0) |
+	       ((f & OPF_NODEV) ? MS_NODEV : 0) | ((f & OPF_NOEXEC) ? MS_NOEXEC : 0) | MS_SILENT;
+}
+
+static bool same_inode(int a, int b)
+{
+	struct stat sa, sb;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+static int reopen(const char *path, int checked_fd)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
+	int fd = sys_openat2(AT_FDCWD, path, &how);
+	if (fd < 0)
+		return -errno;
+	if (!same_inode(fd, checked_fd)) {
+		close(fd);
+		return -EXDEV;   /* replaced since the parent checked it */
+	}
+	return fd;
+}
+
+int mounts_open_sources(const nsbox_plan *p, int *failed_op)
+{
+	for (size_t i = 0; i < p->n_ops; i++) {
+		p->child_fds[i] = -1;
+		if (p->ops[i].kind != OP_BIND && p->ops[i].kind != OP_OVERLAY)
+			continue;
+		int fd = reopen(p->ops[i].src_path, p->ops[i].src_fd);
+		if (fd < 0) {
+			*failed_op = (int) i;
+			return fd;
+		}
+		p->child_fds[i] = fd;
+	}
+	*failed_op = -1;
+	int fd = reopen(p->rootfs_path, p->rootfs_fd);
+	if (fd < 0)
+		return fd;
+	p->child_fds[p->n_ops] = fd;
+	fd = reopen("/dev/null", p->devnull_fd);
+	if (fd < 0)
+		return fd;
+	p->child_fds[p->n_ops + 1] = fd;
+	return 0;
+}
+
+int mounts_build_root(const nsbox_plan *p, int idmapped, int *failed_op)
+{
+	*failed_op = -1;
+	/* Nothing we mount may propagate back to the host. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	int src = p->child_fds[p->n_ops];
+	/* Root's idmapped clone comes read-only from the parent; otherwise
+	 * clone the root here and make it read-only before it is attached:
+	 * the payload never sees it writable. */
+	int tree = idmapped >= 0 ? idmapped
+		: sys_open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0)
+		return -errno;
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+	int r = 0;
+	if (idmapped < 0 && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+		r = -errno;
+	else if (sys_move_mount(tree, "", src, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(tree);
+		return r;
+	}
+	return tree;
+}
+
+static int write_file(int dirfd, const char *name, const mount_op *op)
+{
+	int f = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, op->mode);
+	if (f < 0)
+		return -errno;
+	/* openat's mode is filtered by the umask; the caller asked for this one */
+	int r = fchmod(f, op->mode) < 0 ? -errno : 0;
+	for (size_t off = 0; r == 0 && off < op->len;) {
+		ssize_t n = write(f, op->data + off, op->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? -errno : -EIO;
+		else
+			off += (size_t) n;
+	}
+	close(f);
+	return r;
+}
+
+static int workspace_fd = -1;
+
+void mounts_set_workspace_fd(int fd)
+{
+	workspace_fd = fd;
+}
+
+/* The workspace overlay on /workspace (*fd). Its lower layer is named by
+ * an fd: root's idmapped clone, first attached on /workspace itself (where
+ * the overlay then hides it), or the directory the parent checked,
+ * reopened in our namespace. */
+static int mount_overlay(const nsbox_plan *p, size_t i, int root, int *fd)
+{
+	const mount_op *op = &p->ops[i];
+	int lower = p->child_fds[i];
+	if (workspace_fd >= 0) {
+		if (sys_move_mount(workspace_fd, "", *fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			return -errno;
+		close(*fd);
+		*fd = resolve(root, op->target, 0);   /* now inside the idmapped mount */
+		if (*fd < 0)
+			return *fd;
+		lower = *fd;
+	}
+	char opts[3 * PATH_MAX], num[32], target[32];
+	const char *fdp = fd_path(num, lower);
+	size_t a = strlen("lowerdir="), b = strlen(fdp), c = strlen(op->data);
+	if (a + b + 1 + c + 1 > sizeof(opts))
+		return -ENAMETOOLONG;
+	memcpy(opts, "lowerdir=", a);
+	memcpy(opts + a, fdp, b);
+	opts[a + b] = ',';
+	memcpy(opts + a + b + 1, op->data, c + 1);
+	if (mount("overlay", fd_path(target, *fd), "overlay", ms_flags(op->flags), opts) < 0)
+		return -errno;
+	return 0;
+}
+
+/* OP_BIND_DATA: the file is made on a scratch tmpfs stacked for a moment on
+ * the new root's /tmp, bound over the target, and the scratch mount detached:
+ * the bind keeps the file, and nothing else of the scratch tmpfs is visible.
+ * (A detached fsmount would be neater, but open_tree cannot clone from one
+ * before Linux 6.15.) */
+static int bind_data(int root, int target, const mount_op *op)
+{
+	char path[32];
+	int dir = resolve(root, "tmp", O_DIRECTORY);
+	if (dir < 0)
+		return dir;
+	int r = mount("tmpfs", fd_path(path, dir), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT,
+	              "size=16k,nr_inodes=4,mode=0755") < 0 ? -errno : 0;
+	close(dir);
+	if (r < 0)
+		return r;
+	int scratch = resolve(root, "tmp", O_DIRECTORY);
+	if (scratch < 0)
+		return scratch;
+	r = write_file(scratch, "data", op);
+	if (r == 0) {
+		int f = openat(scratch, "data", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		r = f < 0 ? -errno : bind_fd(f, target, op->flags);
+		if (f >= 0)
+			close(f);
+	}
+	if (umount2(fd_path(path, scratch), MNT_DETACH) < 0 && r == 0)
+		r = -errno;
+	close(scratch);
+	return r;
+}
+
+/* Hide what is at fd (resolved in the new root) as runc does: a directory
+ * under an empty read-only tmpfs, anything else under /dev/null. The kind
+ * is taken from what is there, not from the plan, so a kernel that makes a
+ * file of a directory (or the reverse) still gets it masked. */
+static int mask(const nsbox_plan *p, int fd)
+{
+	char path[32];
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return bind_fd(p->child_fds[p->n_ops + 1], fd, 0);
+	if (mount("tmpfs", fd_path(path, fd), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT,
+	          "size=4k,nr_inodes=1,mode=0555") < 0)
+		return -errno;
+	return 0;
+}
+
+static int apply_op(const nsbox_plan *p, size_t i, int root)
+{
+	const mount_op *op = &p->ops[i];
+	char name[NAME_MAX + 1], path[32];
+	int fd, r = 0;
+	if (op->kind == OP_MKDIR || op->kind == OP_SYMLINK || op->kind == OP_WRITE_FILE) {
+		fd = open_parent(root, op->target, name);
+		if (fd < 0)
+			return fd;
+		if (op->kind == OP_MKDIR && mkdirat(fd, name, op->mode) < 0 && errno != EEXIST)
+			r = -errno;
+		if (op->kind == OP_SYMLINK && symlinkat(op->data, fd, name) < 0)
+			r = -errno;
+		if (op->kind == OP_WRITE_FILE)
+			r = write_file(fd, name, op);
+		close(fd);
+		return r;
+	}
+	fd = resolve_target(root, op);
+	if (fd < 0)
+		return (fd == -ENOENT && (op->flags & OPF_OPTIONAL)) ? 0 : fd;
+	switch (op->kind) {
+	case OP_BIND:
+		if ((op->flags & OPF_WORKSPACE) && workspace_fd >= 0)
+			r = sys_move_mount(workspace_fd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? -errno : 0;
+		else
+			r = bind_fd(p->child_fds[i], fd, op->flags);
+		break;
+	case OP_FS:
+		if (mount(op->fstype, fd_path(path, fd), op->fstype, ms_flags(op->flags), op->data) < 0)
+			r = -errno;
+		break;
+	case OP_RDONLY:
+		if (op->flags & OPF_RECURSIVE) {
+			/* A directory inside a mount: bind it over itself, read-only. */
+			r = bind_fd(fd, fd, op->flags | OPF_RDONLY);
+		} else {
+			/* A mount we made (/dev): flip that mount alone, keeping
+			 * the binds and filesystems mounted below it. */
+			struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+			if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) < 0)
+				r = -errno;
+		}
+		break;
+	case OP_MASK_FILE:
+	case OP_MASK_DIR:
+		r = mask(p, fd);
+		break;
+	case OP_BIND_DATA:
+		r = bind_data(root, fd, op);
+		break;
+	case OP_OVERLAY:
+		r = mount_overlay(p, i, root, &fd);
+		break;
+	default:
+		r = -EINVAL;
+	}
+	close(fd);
+	return r;
+}
+
+int mounts_apply(const nsbox_plan *p, int root, int *failed_op)
+{
+	for (size_t i = 0; i < p->n_ops; i++) {
+		int r = apply_op(p, i, root);
+		if (r < 0) {
+			*failed_op = (int) i;
+			return r;
+		}
+	}
+	*failed_op = -1;
+	return 0;
+}
+
+int mounts_pivot(int root)
+{
+	/* pivot_root(".", ".") stacks the old root on top of the new one; the
+	 * lazy unmount then drops it, so no host path stays reachable. */
+	if (fchdir(root) < 0 || sys_pivot_root(".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+	    chdir("/") < 0)
+		return -errno;
+	return 0;
+}

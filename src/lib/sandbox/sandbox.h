@@ -1,0 +1,161 @@
+/* The running sandbox (supervisor side) and the result it produces. */
+#ifndef NSBOX_SANDBOX_H
+#define NSBOX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "record/capture.h"
+#include "cgroup/cgroup.h"
+#include "sandbox/janitor.h"
+#include "workspace/workspace.h"
+#include "nsbox.h"
+#include "plan/plan.h"
+#include "sandbox/proto.h"
+#include "net/proxy.h"
+
+typedef struct denied_call {
+	char *name;
+	uint64_t count;
+} denied_call;
+
+struct nsbox_sandbox {
+	nsbox_plan *plan;
+	pid_t pid;            /* init, in our pid namespace */
+	int pidfd;
+	int sync_fd;
+	int out_fd[2];        /* read ends of the capture pipes, or -1 */
+	int signal_fd;        /* the caller's, not owned */
+	bool capture;
+	capture streams[2];
+	/* the caller's output callback (spawn options version 2), or NULL */
+	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+	void *output_userdata;
+	struct timespec start;
+	bool reaped;          /* set atomically: nsbox_sandbox_kill() may read it from another thread */
+	/* what happened */
+	double duration_ms;
+	bool timed_out;
+	bool killed;          /* SIGKILLed by the supervisor after a forwarded signal */
+	bool have_exit;
+	int payload_status;   /* wait status reported by init */
+	int init_status;      /* si_code/si_status of init */
+	msg error;            /* first MSG_ERROR, type 0 if none */
+	struct rusage rusage;
+	/* limits */
+	cgroup *cg;           /* NULL in rlimit mode */
+	janitor jan;          /* removes the cgroup if we are killed */
+	char cg_name[64];
+	bool have_cg_stats;
+	cg_stats cg_stats;
+	uint64_t stats_interval_ms;
+	int stats_fd;
+	uint64_t pids_seen;   /* highest sampled process count (rlimit mode) */
+	int notify_fd;        /* --seccomp-log listener, or -1 */
+	denied_call *denied;
+	size_t n_denied;
+	ws_change *changes;   /* read after the run (workspace overlay) */
+	size_t n_changes;
+	int changes_err;      /* -errno if they could not be read */
+	uint64_t upper_bytes; /* the workspace's upper layer, on disk */
+	bool ws_limit_hit;    /* it passed workspace.max_size or max_files: killed */
+	const char *ws_limit; /* ...which: "max_size", "max_files", "unreadable" */
+	netuser net;          /* --network user: the helper */
+	proxy *proxy;         /* --allow-host, once the child passed its socket */
+	proxy_log net_allowed, net_denied;   /* what it let through and refused */
+	trace_page *trace;    /* NSBOX_TRACE=1, or NULL */
+	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
+	ino_t pidns_ino;
+	/* pool.c: the cgroup's CPU time when a warm sandbox got its request,
+	 * taken off the record's (the run counts from there) */
+	bool have_cpu_base;
+	double cpu_base_user_ms, cpu_base_system_ms;
+	/* ...and taken from a pool: its wait leaves the cgroup's removal and
+	 * the janitor's end to the free (nsbox_pool_release: the pool's thread) */
+	bool pooled;
+	/* exec.c: an exec in a long-lived sandbox. Its plan is a shallow copy
+	 * of the sandbox's with the exec's own argv, environment, directory,
+	 * timeout and record configuration (exec_own); the cgroup is the
+	 * sandbox's (exec_cg, not owned), its counters taken at the start. */
+	nsbox_sandbox *exec_of;
+	char keep_id[33];     /* a long-lived sandbox's id, in its execs' records */
+	cgroup *exec_cg;
+	uint64_t oom_base, pids_events_base;
+	struct exec_own *exec_own;
+};
+
+struct nsbox_result {
+	nsbox_status status;
+	int exit_code;        /* -1 unless exited */
+	int signal;
+	bool timed_out;
+	double duration_ms;
+	bool captured;
+	char *out[2];
+	size_t out_len[2];
+	uint64_t out_bytes[2];
+	bool out_truncated[2];
+	nsbox_error *error;
+	bool exec_failed;
+	int exec_errno;
+	bool have_rusage;
+	struct rusage rusage;
+	char id[33];
+	char sandbox_id[33];  /* an exec's long-lived sandbox, or "" */
+	nsbox_config *cfg;    /* owned copy */
+	bool rootless;
+	char *namespaces_json;
+	char *network;
+	const char *enforced_by;  /* static string */
+	char *seccomp;            /* profile label, or NULL */
+	char *image_digest;       /* when audited: the image's digest, or NULL */
+	bool have_cg_stats;
+	cg_stats cg_stats;
+	bool pids_limit_hit;
+	bool oom_killed;
+	bool seccomp_log;
+	bool code_error;      /* error set by nsbox_result_classify_code */
+	bool have_workspace;
+	ws_change *changes;   /* owned */
+	size_t n_changes;
+	int changes_err;
+	uint64_t upper_bytes, max_bytes, max_files;
+	bool ws_limit_hit;
+	const char *ws_limit;
+	char *session;
+	denied_call *denied;  /* owned */
+	size_t n_denied;
+	bool proxy;
+	const char *net_helper;   /* --network user: static name, or NULL */
+	bool host_loopback;
+	proxy_log net_allowed, net_denied;   /* owned */
+	char *code_json;      /* the import gate's "code" object, or NULL */
+};
+
+/* spawn.c: the command's streams (capture pipes when sb->capture). */
+int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stderr_fd, int child_stdio[3],
+                       int close_after[4], nsbox_error **err);
+/* exec.c: release what an exec owns (its plan copy). */
+void exec_release(nsbox_sandbox *sb);
+/* exec.c: a long-lived sandbox's setup: wait until its keeper is ready. */
+int keep_wait_ready(nsbox_sandbox *sb, nsbox_error **err);
+
+/* seccomp_notify.c: serve the --seccomp-log listener; false when it is done. */
+bool notify_handle(nsbox_sandbox *sb);
+
+/* result.c: turn what the supervisor saw into a result. */
+int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err);
+/* nsbox_artifacts_store with audit.max_age: run directories older than
+ * max_age_ms (by the time in their names; 0: any age) are removed too. */
+int artifacts_store(const char *dir, const nsbox_result *r, const char *store_code, unsigned keep,
+                    uint64_t max_age_ms, char **path, nsbox_error **err);
+/* The error a child reported for a failed setup step, described. */
+int step_error(const nsbox_plan *p, const msg *m, nsbox_error **err);
+
+/* result_json.c: resources, limits and network, as in the record (for audit.c). */
+struct buf;
+void result_json_audit_parts(struct buf *b, const nsbox_result *r);
+
+#endif

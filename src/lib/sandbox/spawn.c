@@ -1,0 +1,382 @@
+/* Creating the sandbox: plan, clone into new namespaces, write the id maps,
+ * release the child. */
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/coverage.h"
+#include "base/error.h"
+#include "plan/idmap.h"
+#include "sandbox/janitor.h"
+#include "sandbox/sandbox.h"
+#include "base/syscalls.h"
+
+static const char userns_hint[] =
+	"unprivileged user namespaces may be disabled: check the sysctls kernel.unprivileged_userns_clone "
+	"and user.max_user_namespaces, and AppArmor's kernel.apparmor_restrict_unprivileged_userns";
+
+/* clone3 with CLONE_PIDFD, falling back to clone(2) on kernels without it.
+ * exit_signal 0 keeps our child out of the embedding program's SIGCHLD and
+ * waitpid(-1) handling; we wait on the pidfd with __WALL. */
+/* With a cgroup v2 fd, the child is born in its cgroup (CLONE_INTO_CGROUP):
+ * not a single instruction of it runs unlimited. *into reports whether that
+ * happened; otherwise the caller attaches the child before releasing it. */
+static pid_t clone_sandbox(uint64_t flags, int cgroup_fd, int *pidfd, bool *into)
+{
+	*into = false;
+	if (!getenv("NSBOX_TEST_NO_CLONE3")) {
+		struct clone_args ca = {
+			.flags = flags | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
+			.pidfd = (uint64_t) (uintptr_t) pidfd,
+			.exit_signal = 0,
+			.cgroup = cgroup_fd >= 0 ? (uint64_t) cgroup_fd : 0,
+		};
+		long r = sys_clone3(&ca);
+		if (r >= 0) {
+			*into = cgroup_fd >= 0;
+			return (pid_t) r;
+		}
+		if (errno != ENOSYS && errno != E2BIG)
+			return (pid_t) r;
+	}
+	return (pid_t) syscall(SYS_clone, (unsigned long) flags | CLONE_PIDFD, NULL, pidfd, NULL, 0);
+}
+
+/* The run's cgroup, named after us so that a later run can tell it was
+ * left by a supervisor that no longer exists. */
+static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
+{
+	if (sb->plan->cg_host.driver == CG_NONE)
+		return 0;
+	char rnd[4] = { 0 };
+	random_name_bytes(rnd, sizeof(rnd));
+	/* The pid means something only in our pid namespace: its inode is in
+	 * the name, so that a collector elsewhere leaves the cgroup alone. */
+	snprintf(sb->cg_name, sizeof(sb->cg_name), "nsbox-%d-%02x%02x%02x%02x-%llx", (int) getpid(),
+	         (unsigned char) rnd[0], (unsigned char) rnd[1], (unsigned char) rnd[2], (unsigned char) rnd[3],
+	         (unsigned long long) cgroup_own_pidns());
+	cg_host *h = &sb->plan->cg_host;
+	cgroup_collect_stale(h);
+	/* cgroup v1's cpuacct is kept even when mounted apart from cpu: the
+	 * record's CPU time must come from it, since the rusage of pid 1 misses
+	 * every process the kernel kills (and autoreaps) when a run is killed. */
+	int r = cgroup_create(h, sb->cg_name, &sb->plan->limits, &sb->cg, err);
+	return r < 0 ? nsbox_err_prefix(err, r, "set up resource limits") : 0;
+}
+
+int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stderr_fd, int child_stdio[3],
+                       int close_after[4], nsbox_error **err)
+{
+	if (stdin_fd >= 0) {
+		child_stdio[0] = stdin_fd;
+	} else {
+		close_after[0] = child_stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (child_stdio[0] < 0)
+			return nsbox_err(err, errno, "spawn", "open '/dev/null'");
+	}
+	for (int i = 0; i < 2; i++) {
+		int fallback = i + 1, given = i ? stderr_fd : stdout_fd;
+		if (!sb->capture) {
+			child_stdio[i + 1] = given >= 0 ? given : fallback;
+			continue;
+		}
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return nsbox_err(err, errno, "spawn", "create output pipe");
+		sb->out_fd[i] = p[0];
+		close_after[i + 1] = child_stdio[i + 1] = p[1];
+		capture_init(&sb->streams[i], sb->plan->output_cap);
+	}
+	return 0;
+}
+
+static void close_fds(int *fds, size_t n);
+
+static int open_tasks_files(const cgroup *cg, int fds[CG_N], nsbox_error **err)
+{
+	for (int i = 0; i < CG_N; i++) {
+		if (!cg->path[i])
+			continue;
+		bool dup = false;
+		for (int j = 0; j < i; j++)
+			dup |= cg->path[j] && !strcmp(cg->path[i], cg->path[j]);
+		if (dup)
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/tasks", cg->path[i]);
+		fds[i] = open(path, O_WRONLY | O_CLOEXEC);
+		if (fds[i] < 0) {
+			int e = errno;
+			close_fds(fds, CG_N);
+			return nsbox_err(err, e, "cgroup", "open '%s'", path);
+		}
+	}
+	return 0;
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			(void) close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
+int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error **err)
+{
+	if (!o || !out || !o->config || o->version < 1 || o->version > NSBOX_SPAWN_OPTIONS_VERSION ||
+	    (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_SPAWN_KEEP)))
+		return nsbox_err(err, EINVAL, "spawn", "start sandbox: invalid options");
+	nsbox_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return nsbox_err(err, ENOMEM, "spawn", "start sandbox");
+	sb->pidfd = sb->sync_fd = sb->out_fd[0] = sb->out_fd[1] = sb->notify_fd = -1;
+	sb->jan = (janitor){ .pid = 0, .pidfd = -1, .wake = -1 };
+	sb->net = NETUSER_INIT;
+	sb->signal_fd = o->signal_fd;
+	sb->stats_interval_ms = o->stats_interval_ms;
+	sb->stats_fd = o->stats_interval_ms ? o->stats_fd : -1;
+	sb->capture = o->flags & NSBOX_SPAWN_CAPTURE;
+	/* A version 1 caller's struct ends before these fields. */
+	if (o->version >= 2 && sb->capture) {
+		sb->on_output = o->on_output;
+		sb->output_userdata = o->output_userdata;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &sb->start);
+	sb->trace = trace_start();
+
+	int child_stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 };
+	int sv[2] = { -1, -1 };
+	int r = plan_build(o->config, &sb->plan, err);
+	if (r == 0) {
+		sb->plan->trace = sb->trace;
+		sb->plan->keep = o->flags & NSBOX_SPAWN_KEEP;
+		trace_mark(sb->trace, TR_PLAN);
+		if (sb->plan->keep && sb->plan->proxy)
+			r = nsbox_err_hint(err, EOPNOTSUPP, "config", "use network.mode user, or nsbox run",
+			                   "a long-lived sandbox cannot filter network.allow yet");
+	}
+	r = r ?: setup_cgroup(sb, err);
+	trace_mark(sb->trace, TR_CGROUP);
+	r = r ?: spawn_open_streams(sb, o->stdin_fd, o->stdout_fd, o->stderr_fd, child_stdio, close_after, err);
+	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		r = nsbox_err(err, errno, "spawn", "create socketpair");
+	if (r < 0)
+		goto fail;
+	close_after[3] = sv[1];
+
+	child_args args = { .plan = sb->plan, .sync_fd = sv[1],
+	                    .stdio = { child_stdio[0], child_stdio[1], child_stdio[2] },
+	                    .cg_tasks_fd = { -1, -1, -1, -1 } };
+	uint64_t flags = sb->plan->clone_flags;
+	if (sb->cg && sb->cg->driver == CG_V1) {
+		r = open_tasks_files(sb->cg, args.cg_tasks_fd, err);
+		if (r < 0)
+			goto fail;
+		/* The cgroup namespace is rooted where the child moves itself. */
+		flags &= ~(uint64_t) CLONE_NEWCGROUP;
+		args.unshare_cgroupns = true;
+	}
+	bool in_cgroup = false;
+	coverage_sandbox_prepare(sb->plan);
+	pid_t pid = clone_sandbox(flags, sb->cg && sb->cg->driver == CG_V2 ? sb->cg->dirfd : -1,
+	                          &sb->pidfd, &in_cgroup);
+	if (pid == 0) {
+		(void) close(sv[0]);
+		child_main(&args);
+	}
+	trace_mark(sb->trace, TR_CLONE);
+	coverage_sandbox_end();
+	close_fds(args.cg_tasks_fd, CG_N);
+	if (pid < 0) {
+		int e = errno;
+		r = (e == EPERM || e == ENOSPC || e == EUSERS)
+			? nsbox_err_hint(err, e, "namespaces", userns_hint, "create namespaces")
+			: nsbox_err(err, e, "namespaces", "create namespaces");
+		goto fail;
+	}
+	sb->pid = pid;
+	sb->sync_fd = TAKE_FD(sv[0]);
+	if (sb->stats_interval_ms && !sb->cg) {
+		/* Read now: once pid 1 is non-dumpable only root may. */
+		char path[64];
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int) pid);
+		if (stat(path, &st) == 0) {
+			sb->pidns_dev = st.st_dev;
+			sb->pidns_ino = st.st_ino;
+		}
+	}
+	close_fds(close_after, ARRAY_SIZE(close_after));
+
+	/* cgroup v2 without CLONE_INTO_CGROUP: the child waits for MSG_GO, so
+	 * joining the cgroup now still happens before it runs anything. */
+	if (sb->cg && sb->cg->driver == CG_V2 && !in_cgroup) {
+		r = cgroup_attach(sb->cg, pid, err);
+		if (r < 0) {
+			(void) nsbox_err_prefix(err, r, "set up resource limits");
+			goto fail;
+		}
+	}
+	r = idmap_write(sb->plan, pid, err);
+	if (r < 0) {
+		(void) nsbox_err_prefix(err, r, "set up user namespace");
+		goto fail;
+	}
+	trace_mark(sb->trace, TR_IDMAP);
+	/* --network user: the helper configures the sandbox's interface while
+	 * the child sets up; the child waits for MSG_NET_READY before it runs
+	 * the payload, which never sees a network that is not up yet. */
+	if (sb->plan->net_user) {
+		r = netuser_start(&sb->plan->netuser, pid, &sb->net, err);
+		if (r < 0)
+			goto fail;
+	}
+	/* Root's workspace: the lower layer idmapped into the sandbox's user
+	 * namespace, which exists only now; it travels with the go-ahead. */
+	int ws_fd = -1;
+	if (sb->plan->ws.active && sb->plan->ws.idmap) {
+		ws_fd = ws_idmapped_lower(&sb->plan->ws, sb->plan->ws.user_uid, sb->plan->ws.user_gid, err);
+		if (ws_fd < 0) {
+			r = ws_fd;
+			goto fail;
+		}
+	}
+	/* Root's root filesystem, idmapped likewise so that its files keep
+	 * their owners inside. Where the filesystem cannot be idmapped the
+	 * child clones it plainly (files then read as nobody's, as rootless). */
+	int rootfs_fd = rootfs_idmapped(sb->plan, pid);
+	msg go = { .type = MSG_GO, .index = (ws_fd >= 0 ? GO_WORKSPACE : 0) | (rootfs_fd >= 0 ? GO_ROOTFS : 0) };
+	int fds[2], nfds = 0;
+	if (ws_fd >= 0)
+		fds[nfds++] = ws_fd;
+	if (rootfs_fd >= 0)
+		fds[nfds++] = rootfs_fd;
+	char cbuf[CMSG_SPACE(sizeof(fds))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { &go, sizeof(go) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t) nfds * sizeof(int));
+	}
+	ssize_t sent = sendmsg(sb->sync_fd, &mh, MSG_NOSIGNAL);
+	int send_errno = errno;
+	close_fds(fds, (size_t) nfds);
+	if (sent != (ssize_t) sizeof(go)) {
+		/* A child that failed before the go-ahead (joining its cgroups)
+		 * said why before it exited: that is the error, not our EPIPE. */
+		msg why;
+		if (recv(sb->sync_fd, &why, sizeof(why), MSG_DONTWAIT) == (ssize_t) sizeof(why) &&
+		    why.type == MSG_ERROR)
+			r = step_error(sb->plan, &why, err);
+		else
+			r = nsbox_err(err, send_errno, "spawn", "release the sandbox");
+		goto fail;
+	}
+	trace_mark(sb->trace, TR_GO);
+	/* The janitor is started while the child sets up on another CPU. Were
+	 * we killed before it exists, the next run collects the cgroup (its
+	 * name carries our pid). */
+	if (sb->cg) {
+		r = janitor_start(&sb->plan->cg_host, sb->cg_name, &sb->jan, err);
+		if (r < 0)
+			goto fail;
+		trace_mark(sb->trace, TR_JANITOR);
+	}
+	if (sb->plan->net_user) {
+		r = netuser_wait(&sb->plan->netuser, &sb->net, err);
+		if (r < 0)
+			goto fail;
+		/* A child that failed its setup meanwhile is gone: what it
+		 * reported is the error, found by the supervisor. */
+		msg ready = { .type = MSG_NET_READY };
+		(void) send(sb->sync_fd, &ready, sizeof(ready), MSG_NOSIGNAL);
+	}
+	if (sb->plan->keep) {
+		r = keep_wait_ready(sb, err);
+		if (r < 0)
+			goto fail;
+	}
+	trace_mark(sb->trace, TR_SPAWNED);
+	*out = sb;
+	return 0;
+fail:
+	close_fds(close_after, ARRAY_SIZE(close_after));
+	close_fds(sv, 2);
+	nsbox_sandbox_free(sb);
+	return r;
+}
+
+int nsbox_sandbox_pidfd(const nsbox_sandbox *sb) { return sb ? sb->pidfd : -EINVAL; }
+const char *nsbox_sandbox_warning(const nsbox_sandbox *sb) { return sb ? sb->plan->warning : NULL; }
+const char *nsbox_sandbox_enforced_by(const nsbox_sandbox *sb) { return sb ? sb->plan->enforced_by : NULL; }
+
+int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig)
+{
+	if (!sb || sig <= 0 || sig >= NSIG)
+		return -EINVAL;
+	/* Another thread may be reaping: the flag is read atomically, and the
+	 * pidfd stays open until nsbox_sandbox_free(), so a signal sent after
+	 * the reap fails with ESRCH instead of reaching a reused pid. */
+	if (__atomic_load_n(&sb->reaped, __ATOMIC_ACQUIRE))
+		return -ESRCH;
+	/* SIGKILL goes to pid 1, which takes the whole pid namespace with it;
+	 * other signals go to pid 1's handler, which forwards them. */
+	return sys_pidfd_send_signal(sb->pidfd, sig) < 0 ? -errno : 0;
+}
+
+void nsbox_sandbox_free(nsbox_sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (sb->exec_of) {
+		exec_release(sb);
+		return;
+	}
+	if (sb->pidfd >= 0 && !sb->reaped) {
+		siginfo_t si;
+		(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
+		while (waitid(P_PIDFD, (id_t) sb->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+			;
+	}
+	(void) cgroup_destroy(sb->cg);
+	janitor_finish(&sb->jan);
+	netuser_stop(&sb->net);
+	if (sb->plan)
+		ws_finish(&sb->plan->ws);
+	if (sb->proxy)
+		proxy_finish(sb->proxy, NULL, NULL);
+	proxy_log_free(&sb->net_allowed);
+	proxy_log_free(&sb->net_denied);
+	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->notify_fd };
+	close_fds(fds, ARRAY_SIZE(fds));
+	for (int i = 0; i < 2; i++)
+		capture_free(&sb->streams[i]);
+	plan_free(sb->plan);
+	for (size_t i = 0; i < sb->n_denied; i++)
+		free(sb->denied[i].name);
+	free(sb->denied);
+	ws_changes_free(sb->changes, sb->n_changes);
+	trace_finish(sb->trace);
+	free(sb);
+}

@@ -1,0 +1,616 @@
+/* Workspaces, parent side: checking the directory, laying out the overlay's
+ * upper and work directories in the state directory, session locks, and the
+ * idmapped lower layer for sandboxes run by root. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/cleanup.h"
+#include "config/conf.h"
+#include "base/error.h"
+#include "image/images.h"
+#include "base/syscalls.h"
+#include "config/volumes.h"
+#include "workspace/workspace.h"
+
+char *ws_state_dir(void)
+{
+	char *s = NULL;
+	if (geteuid() == 0)
+		return strdup("/var/lib/nsbox/state");
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	if (xdg && *xdg == '/')
+		(void) !asprintf(&s, "%s/nsbox", xdg);
+	else if (home && *home == '/')
+		(void) !asprintf(&s, "%s/.local/state/nsbox", home);
+	return s;
+}
+
+int ws_session_lock(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%.4000s/lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno == EWOULDBLOCK ? EBUSY : errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* Overlay options separate with ',' and layers with ':'; a path with
+ * either (or a backslash) cannot be passed safely. */
+static bool option_safe(const char *p)
+{
+	return !strpbrk(p, ",:\\\n");
+}
+
+/* An existing session must be of this workspace. */
+static int session_meta(ws_plan *w, nsbox_error **err)
+{
+	char path[PATH_MAX + 16], text[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "%.4000s/meta", w->dir);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	char *nl = strchr(text, '\n');
+	if (!nl)
+		return nsbox_err_hint(err, EINVAL, "workspace", "discard it with 'nsbox session discard NAME'",
+		                      "use session '%s': its meta file '%s' is damaged", w->session, path);
+	*nl = '\0';
+	if (strcmp(text, w->lower))
+		return nsbox_err_invalid(err, "workspace",
+		                         "use session '%s': it belongs to workspace '%s', not '%s'",
+		                         w->session, text, w->lower);
+	return 0;
+}
+
+/* A new session's meta: the workspace, and when it started (for apply's
+ * conflict check). */
+static int write_meta(const char *dir, const char *lower)
+{
+	char path[PATH_MAX + 16], text[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "%.4000s/meta", dir);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\n", lower, (long long) now.tv_sec, now.tv_nsec);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int r = fd < 0 ? -errno : 0;
+	ssize_t wr = r == 0 ? write(fd, text, (size_t) len) : 0;
+	if (r == 0 && wr != len)
+		r = wr < 0 ? -errno : -ENOSPC;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* The session's directory, made whole or not at all: a new session is
+ * laid out (lock taken, meta written) under a hidden name and renamed into
+ * place, so that a supervisor killed meanwhile, or a full disk, never
+ * leaves a session without its meta (reap_stale removes the hidden one).
+ * Returns with the session's lock held in w->lock_fd. */
+static int session_dir(ws_plan *w, const char *parent, nsbox_error **err)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		w->lock_fd = ws_session_lock(w->dir);
+		if (w->lock_fd >= 0)
+			return session_meta(w, err);
+		if (w->lock_fd == -EBUSY)
+			return nsbox_err_hint(err, EBUSY, "workspace", "wait for the other run to end",
+			                      "use session '%s': another run is using it", w->session);
+		if (w->lock_fd != -ENOENT)
+			return nsbox_err(err, -w->lock_fd, "workspace", "lock session '%s' ('%s/lock')", w->session,
+			                 w->dir);
+		unsigned char rnd[6] = { 0 };
+		random_name_bytes(rnd, sizeof(rnd));
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof(tmp), "%.4000s/.new-%d-%02x%02x%02x%02x%02x%02x", parent, (int) getpid(), rnd[0],
+		         rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+		if (mkdir(tmp, 0700) < 0)
+			return nsbox_err(err, errno, "workspace", "create session '%s' ('%s')", w->session, tmp);
+		int lock = ws_session_lock(tmp);
+		int r = lock < 0 ? lock : write_meta(tmp, w->lower);
+		if (r == 0 && rename(tmp, w->dir) == 0) {
+			w->lock_fd = lock;
+			return 0;
+		}
+		if (r == 0)
+			r = -errno;
+		(void) remove_tree(tmp);
+		if (lock >= 0)
+			close(lock);
+		/* Another run made it meanwhile: use that one. */
+		if (r != -EEXIST && r != -ENOTEMPTY)
+			return nsbox_err(err, -r, "workspace", "create session '%s' ('%s')", w->session, w->dir);
+	}
+	return nsbox_err(err, EAGAIN, "workspace", "create session '%s': it keeps changing", w->session);
+}
+
+/* The pid at the start of a run directory's name ("<pid>-<random>", or
+ * ".new-<pid>-<random>" for a session being made), or 0. */
+static pid_t owner_of(const char *name)
+{
+	if (!strncmp(name, ".new-", 5))
+		name += 5;
+	char *end;
+	long pid = strtol(name, &end, 10);
+	return end != name && *end == '-' && pid > 0 && pid <= INT32_MAX ? (pid_t) pid : 0;
+}
+
+/* Remove what supervisors that are gone left below `parent` (runs/, or
+ * sessions/ being made): killed with SIGKILL, by the OOM killer, or a
+ * crash, before they removed an ephemeral upper layer themselves. A run
+ * holds the lock in its directory for as long as it lasts (and its sandbox
+ * until it executes the payload); a lock that can be taken has no holder
+ * left. A directory without a lock is older than this rule, or was made a
+ * moment ago and its lock is being taken: its owner's pid, in its name,
+ * says which. Removal is fd-anchored and never follows a link nor leaves
+ * the file system (remove_beneath). */
+static void reap_stale(const char *parent, bool sessions)
+{
+	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return;
+	int lfd = dup(pfd);
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (sessions && strncmp(e->d_name, ".new-", 5)))
+			continue;   /* a session itself is kept until discarded */
+		int dfd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		int lock = openat(dfd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		bool gone;
+		if (lock >= 0) {
+			gone = flock(lock, LOCK_EX | LOCK_NB) == 0;
+		} else {
+			pid_t pid = owner_of(e->d_name);
+			gone = errno == ENOENT && pid && pid != getpid() && kill(pid, 0) < 0 && errno == ESRCH;
+		}
+		if (gone)
+			(void) remove_beneath(pfd, e->d_name);
+		if (lock >= 0)
+			close(lock);
+		close(dfd);
+	}
+	if (d)
+		closedir(d);
+	else if (lfd >= 0)
+		close(lfd);
+	close(pfd);
+}
+
+void ws_reap(const char *state)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%.4000s/runs", state);
+	reap_stale(dir, false);
+	snprintf(dir, sizeof(dir), "%.4000s/sessions", state);
+	reap_stale(dir, true);
+}
+
+/* Refuse, before anything is mounted, a state directory the overlay could
+ * not use as its upper layer: another overlay, a network filesystem, or
+ * one without user extended attributes (the overlay keeps whiteouts and
+ * opaque markers there, mounted with userxattr). */
+#define CIFS_MAGIC 0xff534d42   /* not in <linux/magic.h> */
+
+static int check_upper_fs(const char *dir, nsbox_error **err)
+{
+	const char *remedy = geteuid() == 0
+	                     ? "put /var/lib/nsbox on a local filesystem such as ext4, xfs, btrfs or tmpfs"
+	                     : "set XDG_STATE_HOME to a directory on a local filesystem such as ext4, xfs, btrfs or tmpfs";
+	struct statfs sf;
+	if (statfs(dir, &sf) < 0)
+		return nsbox_err(err, errno, "workspace", "inspect the state directory '%s'", dir);
+	const char *kind = sf.f_type == OVERLAYFS_SUPER_MAGIC ? "an overlay"
+	                   : sf.f_type == NFS_SUPER_MAGIC ? "an NFS"
+	                   : sf.f_type == SMB_SUPER_MAGIC || sf.f_type == CIFS_MAGIC ? "an SMB/CIFS"
+	                   : NULL;
+	if (kind)
+		return nsbox_err_hint(err, EINVAL, "workspace", remedy,
+		                      "keep the workspace's upper layer in '%s': it is on %s filesystem, "
+		                      "which cannot be an overlay upper layer", dir, kind);
+	if (lsetxattr(dir, "user.nsbox.probe", "1", 1, 0) < 0) {
+		if (errno == ENOTSUP)
+			return nsbox_err_hint(err, ENOTSUP, "workspace", remedy,
+			                      "keep the workspace's upper layer in '%s': its filesystem has no user "
+			                      "extended attributes, which the overlay needs", dir);
+	} else {
+		(void) lremovexattr(dir, "user.nsbox.probe");
+	}
+	return 0;
+}
+
+static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
+{
+	if (asprintf(&w->upper, "%s/upper", w->dir) < 0 || asprintf(&w->work, "%s/work", w->dir) < 0)
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	int r = mkdir_p(w->upper, 0755);
+	if (r == 0 && mkdir(w->work, 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	if (r < 0)
+		return nsbox_err(err, -r, "workspace", "create the upper layer in '%s'", w->dir);
+	r = check_upper_fs(w->dir, err);
+	if (r < 0)
+		return r;
+	/* The overlay writes its layers with the credentials of the sandbox's
+	 * setup, which must own the work directory. The upper directory is
+	 * /workspace itself as the sandbox sees it: it gets the owner and mode
+	 * of the host directory (through the idmapping, for root), so the
+	 * sandbox's user may create files at the top as it may below. */
+	struct stat st;
+	if (fstat(w->lower_fd, &st) < 0)
+		return nsbox_err(err, errno, "workspace", "stat workspace '%s'", w->lower);
+	if (geteuid() == 0 && (chown(w->upper, w->user_uid, w->user_gid) < 0 || chown(w->work, uid, gid) < 0))
+		return nsbox_err(err, errno, "workspace", "hand the upper layer '%s' to the sandbox", w->upper);
+	(void) chmod(w->upper, st.st_mode & 07777);
+	if (!option_safe(w->upper))
+		return nsbox_err_invalid(err, "workspace",
+		                         "keep workspace state in '%s': overlayfs cannot take paths with ',', ':' or '\\\\'",
+		                         w->dir);
+	/* The child prepends "lowerdir=/proc/self/fd/N," (an fd of exactly the
+	 * directory checked, so no host path is walked again). */
+	if (asprintf(&w->opts, "upperdir=%s,workdir=%s,userxattr", w->upper, w->work) < 0)
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	return 0;
+}
+
+int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_uid, gid_t setup_gid,
+               nsbox_error **err)
+{
+	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
+	/* The sandbox's user as the host sees it (root's range starts at the
+	 * setup identity, inside uid 0). */
+	w->user_uid = setup_uid + cfg->uid;
+	w->user_gid = setup_gid + cfg->gid;
+	if (!cfg->workspace) {
+		if (cfg->session)
+			return nsbox_err_invalid(err, "workspace", "--session needs --workspace");
+		return 0;
+	}
+	w->active = true;
+	w->mode = cfg->workspace_mode;
+	w->max_bytes = cfg->workspace_max_size;
+	w->max_files = cfg->workspace_max_files;
+	if (strv_copy(&w->deny, &cfg->deny_changes) < 0)
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	/* The same checks as a volume: canonical, not forbidden, opened. */
+	int r = volume_open(cfg, cfg->workspace, getenv("HOME"), &w->lower, &w->lower_fd, err);
+	if (r < 0)
+		return nsbox_err_prefix(err, r, "use workspace '%s'", cfg->workspace);
+	struct stat st;
+	if (fstat(w->lower_fd, &st) < 0 || !S_ISDIR(st.st_mode))
+		return nsbox_err(err, ENOTDIR, "workspace", "use workspace '%s'", w->lower);
+	w->idmap = !rootless;
+	if (w->mode == WS_RW && (r = ws_nosuid_filter(w, err)) < 0)
+		return r;
+	if (w->mode != WS_OVERLAY) {
+		if (cfg->session)
+			return nsbox_err_invalid(err, "workspace", "--session needs --workspace-mode overlay (the default)");
+		return 0;
+	}
+	_cleanup_free_ char *state = ws_state_dir();
+	if (!state)
+		return nsbox_err(err, ENOENT, "workspace", "find the state directory (HOME is not set)");
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%.4000s/%s", state, cfg->session ? "sessions" : "runs");
+	if (cfg->session) {
+		w->session = strdup(cfg->session);
+		if (asprintf(&w->dir, "%s/%s", parent, cfg->session) < 0)
+			w->dir = NULL;
+	} else {
+		unsigned char rnd[6] = { 0 };
+		random_name_bytes(rnd, sizeof(rnd));
+		if (asprintf(&w->dir, "%s/%d-%02x%02x%02x%02x%02x%02x", parent, (int) getpid(), rnd[0],
+		             rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]) < 0)
+			w->dir = NULL;
+	}
+	if (!w->dir || (cfg->session && !w->session))
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	/* Traversable (not listable) down to the run's own directory: the
+	 * overlay reaches its layers with the sandbox setup's credentials. */
+	r = mkdir_p(parent, 0711);
+	if (r == 0 && chmod(state, 0711) < 0)
+		r = -errno;
+	if (r < 0)
+		return nsbox_err(err, -r, "workspace", "create the state directory '%s'", parent);
+	ws_reap(state);
+	if (w->session) {
+		r = session_dir(w, parent, err);
+		if (r < 0)
+			return r;
+	} else {
+		/* Locked from the start: see reap_stale. */
+		if (mkdir(w->dir, 0700) < 0)
+			return nsbox_err(err, errno, "workspace", "create the state directory '%s'", w->dir);
+		int lock = ws_session_lock(w->dir);
+		if (lock < 0)
+			return nsbox_err(err, -lock, "workspace", "lock '%s/lock'", w->dir);
+		w->lock_fd = lock;
+	}
+	if (chmod(w->dir, 0700) < 0 || (geteuid() == 0 && chown(w->dir, setup_uid, setup_gid) < 0))
+		return nsbox_err(err, errno, "workspace", "create the state directory '%s'", w->dir);
+	return lay_out(w, setup_uid, setup_gid, err);
+}
+
+/* A user namespace that only maps the workspace's owner (uid and gid as
+ * on disk) to the sandbox's user as the host sees it: the idmapping for
+ * the lower layer. Made by a short-lived child that waits while root writes
+ * its maps; the namespace lives on through the returned fd. */
+static int owner_userns(uid_t disk_uid, gid_t disk_gid, uid_t to_uid, gid_t to_gid, nsbox_error **err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return nsbox_err(err, errno, "workspace", "create a pipe");
+	int pidfd = -1;
+	struct clone_args ca = { .flags = CLONE_NEWUSER | CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
+	pid_t pid = (pid_t) sys_clone3(&ca);
+	if (pid == 0) {
+		char c;
+		close(p[1]);
+		(void) !read(p[0], &c, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return nsbox_err(err, errno, "workspace", "create the workspace's id mapping");
+	}
+	char path[64], map[64];
+	int r = 0, fd = -1;
+	static const char *const files[] = { "uid_map", "gid_map" };
+	for (int i = 0; r == 0 && i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, files[i]);
+		int n = snprintf(map, sizeof(map), "%u %u 1\n", i ? (unsigned) disk_gid : (unsigned) disk_uid,
+		                 i ? (unsigned) to_gid : (unsigned) to_uid);
+		int m = open(path, O_WRONLY | O_CLOEXEC);
+		if (m < 0 || write(m, map, (size_t) n) != n)
+			r = nsbox_err(err, errno, "workspace", "write '%s'", path);
+		if (m >= 0)
+			close(m);
+	}
+	if (r == 0) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int) pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			r = nsbox_err(err, errno, "workspace", "open '%s'", path);
+	}
+	close(p[1]);   /* the child exits */
+	siginfo_t si;
+	while (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+		;
+	close(pidfd);
+	return r < 0 ? r : fd;
+}
+
+int ws_idmapped_lower(const ws_plan *w, uid_t to_uid, gid_t to_gid, nsbox_error **err)
+{
+	struct stat st;
+	if (fstat(w->lower_fd, &st) < 0)
+		return nsbox_err(err, errno, "workspace", "stat workspace '%s'", w->lower);
+	_cleanup_close_ int userns = owner_userns(st.st_uid, st.st_gid, to_uid, to_gid, err);
+	if (userns < 0)
+		return userns;
+	int tree = sys_open_tree(w->lower_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree < 0)
+		return nsbox_err(err, errno, "workspace", "clone workspace '%s'", w->lower);
+	/* The workspace owner's files become the sandbox user's (keep-id, as
+	 * a rootless caller gets by its own id mapping); other owners' files
+	 * read as nobody's. Read-only unless --workspace-mode rw: the overlay
+	 * never writes its lower layer, and nothing else may. */
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+	                                       (w->mode == WS_RW ? 0 : MOUNT_ATTR_RDONLY),
+	                           .userns_fd = (uint64_t) userns };
+	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr) < 0) {
+		int e = errno;
+		close(tree);
+		return nsbox_err_hint(err, e, "workspace", "the filesystem may not support idmapped mounts",
+		                      "idmap workspace '%s' into the sandbox", w->lower);
+	}
+	return tree;
+}
+
+void ws_finish(ws_plan *w)
+{
+	if (!w->active)
+		return;
+	if (w->mode == WS_OVERLAY && w->dir && !w->session)
+		(void) remove_tree(w->dir);
+	if (w->lock_fd >= 0) {
+		close(w->lock_fd);
+		w->lock_fd = -1;
+	}
+}
+
+void ws_plan_free(ws_plan *w)
+{
+	if (w->upper_fd >= 0)
+		close(w->upper_fd);
+	if (w->lower_fd >= 0)
+		close(w->lower_fd);
+	if (w->lock_fd >= 0)
+		close(w->lock_fd);
+	free(w->lower);
+	free(w->dir);
+	free(w->upper);
+	free(w->work);
+	free(w->opts);
+	free(w->session);
+	free(w->nosuid);
+	strv_clear(&w->deny);
+	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
+}
+
+void ws_du(int top, ws_usage *u)
+{
+	/* Every block of the tree, at any depth, one directory fd at a time:
+	 * going down remembers where the parent's listing was (telldir), going
+	 * up reopens ".." (checked) and seeks back. */
+	typedef struct level { long pos; dev_t dev; ino_t ino; } level;
+	level *stack = NULL;
+	size_t depth = 0, cap = 0;
+	*u = (ws_usage){ .complete = true };
+	/* A new open file description: a dup would share (and move) the
+	 * caller's directory offset. */
+	int fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		u->complete = false;
+		return;
+	}
+	for (;;) {
+		struct dirent *e = readdir(d);
+		if (!e) {
+			if (depth == 0)
+				break;
+			level *l = &stack[--depth];
+			struct stat up;
+			int pfd = openat(dirfd(d), "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			closedir(d);
+			d = NULL;
+			if (pfd < 0 || fstat(pfd, &up) < 0 || up.st_dev != l->dev || up.st_ino != l->ino ||
+			    !(d = fdopendir(pfd))) {
+				if (pfd >= 0 && !d)
+					close(pfd);
+				u->complete = false;
+				break;   /* moved meanwhile: what was counted */
+			}
+			seekdir(d, l->pos);
+			continue;
+		}
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		u->bytes += (uint64_t) st.st_blocks * 512;
+		u->entries++;
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		struct stat here;
+		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
+		if (!sd || fstat(dirfd(d), &here) < 0) {
+			/* A directory the payload made unreadable (or gone):
+			 * what it holds is not counted, so the count is a floor. */
+			if (sd)
+				closedir(sd);
+			else if (sub >= 0)
+				close(sub);
+			u->complete = false;
+			continue;
+		}
+		if (depth == cap) {
+			level *v = realloc(stack, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+			if (!v) {
+				closedir(sd);
+				u->complete = false;
+				break;
+			}
+			stack = v;
+		}
+		stack[depth++] = (level){ .pos = telldir(d), .dev = here.st_dev, .ino = here.st_ino };
+		closedir(d);
+		d = sd;
+	}
+	if (d)
+		closedir(d);
+	free(stack);
+}
+
+/* The upper layer's size when statfs says the filesystem lost more than
+ * a bound allows since the last look; a full count only then. */
+static void fs_free(int fd, uint64_t *avail, uint64_t *ffree, bool *has_inodes)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0) {
+		*avail = *ffree = 0;
+		*has_inodes = false;
+		return;
+	}
+	*avail = (uint64_t) sf.f_bavail * (uint64_t) sf.f_bsize;
+	*ffree = (uint64_t) sf.f_ffree;
+	*has_inodes = sf.f_files != 0;   /* btrfs and others count none */
+}
+
+int ws_watch_start(ws_plan *w)
+{
+	if (!w->active || w->mode != WS_OVERLAY || (!w->max_bytes && !w->max_files))
+		return 0;
+	w->upper_fd = open(w->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (w->upper_fd < 0)
+		return -errno;
+	ws_usage u;
+	ws_du(w->upper_fd, &u);
+	w->base_bytes = u.bytes;
+	w->base_files = u.entries;
+	bool inodes;
+	fs_free(w->upper_fd, &w->avail0, &w->ffree0, &inodes);
+	return 1;
+}
+
+bool ws_over_bound(ws_plan *w)
+{
+	if (w->upper_fd < 0)
+		return false;
+	uint64_t avail, ffree;
+	bool inodes;
+	fs_free(w->upper_fd, &avail, &ffree, &inodes);
+	uint64_t used = w->avail0 > avail ? w->avail0 - avail : 0;
+	uint64_t made = w->ffree0 > ffree ? w->ffree0 - ffree : 0;
+	/* statfs sees the whole filesystem: space another program frees
+	 * meanwhile hides what the sandbox used. So the tree is counted every
+	 * two seconds anyway, and every second without an inode count. */
+	w->polls++;
+	bool periodic = w->polls % 20 == 0 || (w->max_files && !inodes && w->polls % 10 == 0);
+	bool bytes_near = w->max_bytes && w->base_bytes + used > w->max_bytes;
+	bool files_near = w->max_files && inodes && w->base_files + made > w->max_files;
+	if (!bytes_near && !files_near && !periodic)
+		return false;
+	/* Someone used the space: the sandbox, or another program on the
+	 * host. Count, and start again from here. */
+	ws_usage u;
+	ws_du(w->upper_fd, &u);
+	w->base_bytes = u.bytes;
+	w->base_files = u.entries;
+	w->avail0 = avail;
+	w->ffree0 = ffree;
+	if (w->max_bytes && u.bytes > w->max_bytes)
+		w->over = "max_size";
+	else if (w->max_files && u.entries > w->max_files)
+		w->over = "max_files";
+	else if (!u.complete && (bytes_near || files_near))
+		/* The filesystem says a bound may be passed and the count cannot
+		 * say otherwise (a directory made unreadable hides what it
+		 * holds): fail closed. */
+		w->over = "unreadable";
+	return w->over != NULL;
+}
