@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "nsbox.h"
 
 const char run_usage[] =
 	"Usage: nsbox run [OPTIONS] [--] COMMAND [ARG...]\n"
@@ -150,19 +151,6 @@ static const struct { int opt; const char *name, *key; } option_keys[] = {
 	{ OPT_BLOCK_IMPORT, "--block-import", "code.blocked_imports" },
 };
 
-/* NSBOX_* variables, between the policy and the options in precedence. */
-static const struct { const char *var, *key; } env_keys[] = {
-	{ "NSBOX_IMAGE", "image" }, { "NSBOX_ROOTFS", "rootfs" },
-	{ "NSBOX_MEMORY", "limits.memory" }, { "NSBOX_CPUS", "limits.cpus" },
-	{ "NSBOX_PIDS_LIMIT", "limits.pids" }, { "NSBOX_TIMEOUT", "limits.timeout" },
-	{ "NSBOX_TMPFS_SIZE", "limits.tmpfs" }, { "NSBOX_MAX_OUTPUT", "limits.output" },
-	{ "NSBOX_NETWORK", "network.mode" }, { "NSBOX_USER", "security.user" },
-	{ "NSBOX_HOSTNAME", "hostname" }, { "NSBOX_SECCOMP", "security.seccomp" },
-	{ "NSBOX_WORKDIR", "workdir" }, { "NSBOX_CGROUP_PARENT", "limits.cgroup_parent" },
-	{ "NSBOX_REQUIRE_CGROUP", "limits.require_cgroup" }, { "NSBOX_LIMITS_FALLBACK", "limits.fallback" },
-	{ "NSBOX_NETWORK_HELPER", "network.helper" }, { "NSBOX_AUDIT_LOG", "audit.log" },
-};
-
 static const char *env_get(char **env, const char *name)
 {
 	size_t n = strlen(name);
@@ -182,13 +170,20 @@ static int push(run_args *a, const char *key, const char *value, const char *ori
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen, bool start)
+enum args_mode { ARGS_RUN, ARGS_START, ARGS_CODE };
+
+static int parse_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen,
+                      enum args_mode mode)
 {
+	bool start = mode == ARGS_START;
 	*a = (run_args){ 0 };
-	a->policy = env_get(env, "NSBOX_POLICY");
-	for (size_t i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++) {
-		const char *v = env_get(env, env_keys[i].var);
-		if (v && push(a, env_keys[i].key, v, env_keys[i].var) < 0)
+	a->policy = nsbox_env_policy((const char *const *) env);
+	/* NSBOX_* variables (the library's table), between the policy and the
+	 * options in precedence. */
+	const char *var, *key;
+	for (size_t i = 0; nsbox_env_setting(i, &var, &key) == 0; i++) {
+		const char *v = env_get(env, var);
+		if (v && push(a, key, v, var) < 0)
 			goto oom;
 	}
 	/* '+': stop at the first non-option, which starts the command. ':' at
@@ -283,7 +278,12 @@ static int parse_args(int argc, char **argv, char **env, run_args *a, char *errb
 		snprintf(errbuf, errlen, "nsbox start takes no command: run commands with nsbox exec NAME -- COMMAND");
 		return -1;
 	}
-	if (start)
+	if (mode == ARGS_CODE && optind < argc) {
+		snprintf(errbuf, errlen, "run-code: unexpected argument '%s' (the code comes from -c, a FILE, or -)",
+		         argv[optind]);
+		return -1;
+	}
+	if (mode != ARGS_RUN)
 		return 0;
 	if (optind >= argc) {
 		snprintf(errbuf, errlen, "no command given (usage: nsbox run [OPTIONS] [--] COMMAND [ARG...])");
@@ -299,12 +299,17 @@ oom:
 
 int parse_run_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen)
 {
-	return parse_args(argc, argv, env, a, errbuf, errlen, false);
+	return parse_args(argc, argv, env, a, errbuf, errlen, ARGS_RUN);
 }
 
 int parse_start_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen)
 {
-	return parse_args(argc, argv, env, a, errbuf, errlen, true);
+	return parse_args(argc, argv, env, a, errbuf, errlen, ARGS_START);
+}
+
+int parse_code_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen)
+{
+	return parse_args(argc, argv, env, a, errbuf, errlen, ARGS_CODE);
 }
 
 bool run_option_takes_value(const char *arg)

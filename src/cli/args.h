@@ -47,6 +47,9 @@ int parse_run_args(int argc, char **argv, char **env, run_args *out, char *errbu
 /* The same for `nsbox start` (argv[0] is "start"): no command; --name,
  * --idle-timeout and --lifetime. */
 int parse_start_args(int argc, char **argv, char **env, run_args *out, char *errbuf, size_t errlen);
+/* The same for `nsbox run-code` (argv[0] is "run-code", its own -c, --lang
+ * and FILE taken out): no command. */
+int parse_code_args(int argc, char **argv, char **env, run_args *a, char *errbuf, size_t errlen);
 void run_args_free(run_args *a);
 /* Does this `nsbox run` option take a value in the next argument? */
 bool run_option_takes_value(const char *arg);

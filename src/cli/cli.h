@@ -18,17 +18,16 @@ int cmd_exec(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 
-/* What run-code adds to a run: a file with the code, the language for the
- * error classification, and interpreter variables. */
+/* What run-code adds to a run: the code and its language (the library
+ * places and runs it). */
 typedef struct run_extra {
-	const char *file;
 	const char *data;
 	size_t len;
 	const char *lang;
-	const char *const *env;
 } run_extra;
+extern const char run_code_usage[];
 
-/* The run command with optional extras (argv[0] is "run"). */
+/* The run command, or with extras run-code's (argv[0] is "run"). */
 int run_with(int argc, char **argv, const run_extra *extra);
 int cli_main(int argc, char **argv);
 

@@ -56,35 +56,10 @@ static int emit_record(const nsbox_result *r, const run_args *a)
 	return rc;
 }
 
-/* The governor's warnings (audit.on_error warn, the import gate's warn
- * mode, artifacts that could not be kept), one message each. */
-static void print_warnings(const nsbox_governor *g)
+static void print_warning(void *userdata, const char *message)
 {
-	const char *w = nsbox_governor_warnings(g);
-	while (w && *w) {
-		size_t n = strcspn(w, "\n");
-		print_msg("warning: %.*s", (int) n, w);
-		w += n + (w[n] == '\n');
-	}
-}
-
-/* A run that failed before it started is still a run: its record, audit
- * line and artifacts. */
-static int fail_before_start(const run_args *a, const nsbox_config *cfg, nsbox_error *e, nsbox_governor *g)
-{
-	print_error(e);
-	nsbox_result *r = NULL;
-	if (nsbox_result_new_failed(cfg, e, &r, NULL) == 0) {
-		(void) emit_record(r, a);
-		nsbox_error *ae = NULL;
-		if (g && nsbox_governor_end(g, r, &ae) < 0) {
-			print_error(ae);
-			nsbox_error_free(ae);
-		}
-		nsbox_result_free(r);
-	}
-	nsbox_error_free(e);
-	return EXIT_SETUP;
+	(void) userdata;
+	print_msg("warning: %s", message);
 }
 
 static int build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
@@ -93,17 +68,9 @@ static int build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
 	int r = config_with_policy(a->policy, &cfg, e);
 	for (size_t i = 0; r == 0 && i < a->n_settings; i++)
 		r = nsbox_config_set(cfg, a->settings[i].key, a->settings[i].value, a->settings[i].origin, e);
-	if (r == 0)
+	if (r == 0 && a->argc)
 		r = nsbox_config_set_command(cfg, a->argc, (const char *const *) a->argv, e);
 	*out = cfg;
-	return r;
-}
-
-static int add_extra(nsbox_config *cfg, const run_extra *x, nsbox_error **e)
-{
-	int r = nsbox_config_add_file(cfg, x->file, x->data, x->len, 0644, e);
-	for (const char *const *v = x->env; r == 0 && v && *v; v++)
-		r = nsbox_config_set(cfg, "environment.set", *v, "run-code", e);
 	return r;
 }
 
@@ -166,111 +133,75 @@ int run_with(int argc, char **argv, const run_extra *extra)
 {
 	run_args a;
 	char msg[512];
-	if (parse_run_args(argc, argv, environ, &a, msg, sizeof(msg)) < 0) {
+	if ((extra ? parse_code_args : parse_run_args)(argc, argv, environ, &a, msg, sizeof(msg)) < 0) {
 		print_msg("%s", msg);
 		run_args_free(&a);
 		return EXIT_SETUP;
 	}
 	if (a.help) {
-		fputs(run_usage, stdout);
+		fputs(extra ? run_code_usage : run_usage, stdout);
 		run_args_free(&a);
 		return 0;
 	}
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
-	int rc;
-	nsbox_governor *gov = NULL;
-	if (build_config(&a, &cfg, &e) < 0 || (extra && add_extra(cfg, extra, &e) < 0)) {
-		rc = fail_before_start(&a, cfg, e, NULL);
-		goto out;
-	}
-	/* Before anything starts: the audit log (a run that could not be
-	 * audited is refused) and the Python import gate. */
-	nsbox_result *refused = NULL;
-	if (nsbox_governor_begin(cfg, extra ? extra->lang : NULL, extra ? extra->data : NULL, extra ? extra->len : 0,
-	                         &gov, &refused, &e) < 0) {
-		print_warnings(gov);
-		print_error(e);
-		nsbox_error_free(e);
-		if (refused)
-			(void) emit_record(refused, &a);
-		nsbox_result_free(refused);
-		rc = EXIT_SETUP;
-		goto out;
-	}
-	print_warnings(gov);
+	int rc = EXIT_SETUP;
 	uint64_t stats_ms = 0;
 	int stats_fd = -1;
-	if (open_stats(&a, &stats_ms, &stats_fd) < 0) {
-		rc = EXIT_SETUP;
+	if (build_config(&a, &cfg, &e) < 0) {
+		/* A bad option value is a run that failed before it started. */
+		print_error(e);
+		nsbox_result *r = NULL;
+		if (nsbox_result_new_failed(cfg, e, &r, NULL) == 0)
+			(void) emit_record(r, &a);
+		nsbox_result_free(r);
+		nsbox_error_free(e);
 		goto out;
 	}
+	if (open_stats(&a, &stats_ms, &stats_fd) < 0)
+		goto out;
 	sigset_t old;
 	int sfd = signals_to_fd(&old);
-	nsbox_spawn_options o = {
-		.version = NSBOX_SPAWN_OPTIONS_VERSION,
-		.flags = (a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0,
+	nsbox_run_options o = {
+		.version = NSBOX_RUN_OPTIONS_VERSION,
+		.flags = ((a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0) | NSBOX_RUN_UNDUMPABLE,
 		.config = cfg,
+		.lang = extra ? extra->lang : NULL,
+		.code = extra ? extra->data : NULL,
+		.code_len = extra ? extra->len : 0,
 		.stdin_fd = a.interactive ? 0 : -1,
 		.stdout_fd = -1,
 		.stderr_fd = -1,
 		.signal_fd = sfd,
 		.stats_interval_ms = stats_ms,
 		.stats_fd = stats_fd,
+		.on_warning = print_warning,
 	};
-	nsbox_sandbox *sb = NULL;
 	nsbox_result *res = NULL;
-	if (nsbox_spawn(&o, &sb, &e) < 0) {
-		rc = fail_before_start(&a, cfg, e, gov);
-		goto restore;
+	int ran = nsbox_run(&o, &res, &e);
+	if (res) {
+		if (!a.json)
+			print_captured(res);
+		const nsbox_error *why = nsbox_result_error(res);
+		if (why)
+			print_error(why);
+		rc = nsbox_result_exit_status(res);
+		if (emit_record(res, &a) < 0 && rc == 0)
+			rc = EXIT_SETUP;
 	}
-	const char *warning = nsbox_sandbox_warning(sb);
-	if (warning)
-		print_msg("warning: %s", warning);
-	/* The id maps are written: from here the supervisor need not be
-	 * ptrace-able or dumpable by anyone. */
-	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	int waited = nsbox_sandbox_wait(sb, &res, &e);
-	nsbox_sandbox_free(sb);
-	/* The sandbox is gone: be an ordinary process again (sanitizers and
-	 * debuggers need it). */
-	(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	if (waited < 0) {
-		rc = fail_before_start(&a, cfg, e, gov);
-		goto restore;
-	}
-	if (extra && nsbox_result_classify_code(res, extra->lang, &e) < 0) {
+	if (ran < 0) {
+		/* Not started, or its audit line could not be written. */
 		print_error(e);
-		nsbox_error_free(e);
-		e = NULL;
-	}
-	/* The gate's verdict goes into the record, which the audit line and
-	 * the artifacts then take as printed. */
-	nsbox_error *ae = NULL;
-	int audited = nsbox_governor_end(gov, res, &ae);
-	if (!a.json)
-		print_captured(res);
-	const nsbox_error *why = nsbox_result_error(res);
-	if (why)
-		print_error(why);
-	rc = nsbox_result_exit_status(res);
-	if (emit_record(res, &a) < 0 && rc == 0)
-		rc = EXIT_SETUP;
-	print_warnings(gov);
-	if (audited < 0) {
-		print_error(ae);
-		nsbox_error_free(ae);
 		rc = EXIT_SETUP;
 	}
+	nsbox_error_free(e);
 	nsbox_result_free(res);
-restore:
 	if (sfd >= 0)
 		close(sfd);
-	if (stats_fd > 2)
-		close(stats_fd);
 	(void) sigprocmask(SIG_SETMASK, &old, NULL);
 out:
-	nsbox_governor_free(gov);
+	if (stats_fd > 2)
+		close(stats_fd);
 	nsbox_config_free(cfg);
 	run_args_free(&a);
 	return rc;

@@ -12,15 +12,6 @@
 #include "args.h"
 #include "cli.h"
 
-static const struct lang {
-	const char *name, *file, *interp;
-	const char *env[3];
-} langs[] = {
-	{ "python", "/tmp/main.py", "python3", { "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", NULL } },
-	{ "node", "/tmp/main.js", "node", { NULL } },
-	{ "bash", "/tmp/main.sh", "bash", { NULL } },
-};
-
 const char run_code_usage[] =
 	"Usage: nsbox run-code --lang python|node|bash (-c CODE | FILE | -) [RUN OPTIONS]\n"
 	"Run a code snippet in a fresh sandbox (image 'default' unless --image/--rootfs).\n"
@@ -60,17 +51,24 @@ static int read_all(int fd, char **out, size_t *len)
 	return 0;
 }
 
+static bool known_language(const char *l)
+{
+	for (const char *const *n = nsbox_code_languages(); *n; n++)
+		if (!strcmp(*n, l))
+			return true;
+	return false;
+}
+
 int cmd_run_code(int argc, char **argv)
 {
-	const struct lang *lang = NULL;
+	const char *lang = NULL;
 	const char *code = NULL, *source = NULL;
 	/* Take out our own options; pass the rest to the run parser. */
-	char **rest = calloc((size_t) argc + 8, sizeof(char *));
+	char **rest = calloc((size_t) argc + 1, sizeof(char *));
 	if (!rest)
 		return EXIT_SETUP;
 	int n = 0;
-	rest[n++] = "run";
-	bool workdir = false;
+	rest[n++] = "run-code";
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -80,28 +78,11 @@ int cmd_run_code(int argc, char **argv)
 		} else if ((!strcmp(a, "--lang") || !strcmp(a, "-c")) && i + 1 < argc) {
 			if (a[1] == 'c')
 				code = argv[++i];
-			else {
-				const char *l = argv[++i];
-				for (size_t k = 0; k < sizeof(langs) / sizeof(langs[0]); k++)
-					if (!strcmp(langs[k].name, l))
-						lang = &langs[k];
-				if (!lang) {
-					print_msg("run-code: unknown language '%s' (python, node, bash)", l);
-					free(rest);
-					return EXIT_SETUP;
-				}
-			}
+			else
+				lang = argv[++i];
 		} else if (!strncmp(a, "--lang=", 7)) {
-			for (size_t k = 0; k < sizeof(langs) / sizeof(langs[0]); k++)
-				if (!strcmp(langs[k].name, a + 7))
-					lang = &langs[k];
-			if (!lang) {
-				print_msg("run-code: unknown language '%s' (python, node, bash)", a + 7);
-				free(rest);
-				return EXIT_SETUP;
-			}
+			lang = a + 7;
 		} else if (a[0] == '-' && a[1] && !source) {
-			workdir |= !strcmp(a, "-w") || !strcmp(a, "--workdir") || !strncmp(a, "--workdir=", 10);
 			rest[n++] = argv[i];
 			if (run_option_takes_value(a) && i + 1 < argc)
 				rest[n++] = argv[++i];
@@ -112,6 +93,11 @@ int cmd_run_code(int argc, char **argv)
 			free(rest);
 			return EXIT_SETUP;
 		}
+	}
+	if (lang && !known_language(lang)) {
+		print_msg("run-code: unknown language '%s' (python, node, bash)", lang);
+		free(rest);
+		return EXIT_SETUP;
 	}
 	if (!lang || (!code && !source) || (code && source)) {
 		print_msg("run-code: %s (usage: nsbox run-code --lang python|node|bash (-c CODE | FILE | -))",
@@ -136,15 +122,7 @@ int cmd_run_code(int argc, char **argv)
 			return EXIT_SETUP;
 		}
 	}
-	if (!workdir) {
-		rest[n++] = "--workdir";
-		rest[n++] = "/tmp";
-	}
-	rest[n++] = "--";
-	rest[n++] = (char *) lang->interp;
-	rest[n++] = (char *) lang->file;
-	run_extra extra = { .file = lang->file, .data = text ? text : "", .len = len, .lang = lang->name,
-	                    .env = lang->env };
+	run_extra extra = { .data = text ? text : "", .len = len, .lang = lang };
 	int rc = run_with(n, rest, &extra);
 	free(text);
 	free(rest);

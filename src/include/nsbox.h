@@ -32,8 +32,12 @@ typedef struct nsbox_error nsbox_error;
 const char *nsbox_error_message(const nsbox_error *e);
 /* The errno behind the error (positive), or 0. */
 int nsbox_error_errno(const nsbox_error *e);
-/* The setup step that failed ("config", "policy", "mount", "exec" ...). */
+/* The step that failed: one of the closed list in docs/architecture.md
+ * ("Error steps"), e.g. "config", "policy", "mount", "exec", "code". */
 const char *nsbox_error_step(const nsbox_error *e);
+/* The remedy alone ("build it with 'sudo nsbox image build' ..."), or NULL.
+ * The message ends with it too, as " (hint: ...)". */
+const char *nsbox_error_hint(const nsbox_error *e);
 void nsbox_error_free(nsbox_error *e);
 
 /* ---- configuration ------------------------------------------------------ */
@@ -69,6 +73,21 @@ int nsbox_config_set_command(nsbox_config *cfg, int argc, const char *const *arg
  * copied. Used by `nsbox run-code` to hand over the code. */
 int nsbox_config_add_file(nsbox_config *cfg, const char *path, const void *data, size_t len,
                           unsigned mode, nsbox_error **err);
+
+/* Check the rules that join several keys (a session needs a workspace,
+ * an allowlist needs network mode none, ...). nsbox_run() and nsbox_spawn()
+ * call it before anything with a side effect; a door may call it early. */
+int nsbox_config_validate(const nsbox_config *cfg, nsbox_error **err);
+
+/* The NSBOX_* environment variables (NSBOX_TIMEOUT, NSBOX_MEMORY, ...), one
+ * table for every door: set each one present in `envp` (NULL-terminated
+ * NAME=VALUE strings) as its policy key. In precedence they come after the
+ * policy and before explicit options. nsbox_env_policy() is NSBOX_POLICY's
+ * value (a file or a shipped policy's name), or NULL; nsbox_env_setting()
+ * lists the table (-ENOENT past its end). */
+int nsbox_config_apply_env(nsbox_config *cfg, const char *const *envp, nsbox_error **err);
+const char *nsbox_env_policy(const char *const *envp);
+int nsbox_env_setting(size_t i, const char **var, const char **key);
 
 /* Render the effective configuration as YAML (a valid policy file).
  * *out is malloc'ed; free it with free(). */
@@ -188,6 +207,113 @@ typedef struct nsbox_exec_options {
 const char *nsbox_sandbox_id(const nsbox_sandbox *sb);
 int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *opts, nsbox_sandbox **exec,
                        nsbox_error **err);
+
+/* ---- the governed run: one entry point for every door ------------------- */
+
+/* Code contexts: a persistent interpreter in a long-lived sandbox whose
+ * variables outlive each cell (docs/contexts-protocol.md). Cells run with
+ * nsbox_run() (.context, .code). One cell at a time per context (a second
+ * caller waits); nsbox_context_interrupt() may be called from any thread. */
+typedef struct nsbox_context nsbox_context;
+/* Start a `lang` ("python", "node") interpreter in `sb` (NSBOX_SPAWN_KEEP)
+ * now; `name` labels its records (NULL: the language). Free every context
+ * before its sandbox. */
+int nsbox_context_new(nsbox_sandbox *sb, const char *lang, const char *name, nsbox_context **out,
+                      nsbox_error **err);
+/* A fresh interpreter: every variable is gone (the next cell says so). */
+int nsbox_context_restart(nsbox_context *c, nsbox_error **err);
+/* KeyboardInterrupt (Node: an interrupt) in the running cell; the state
+ * survives. Nothing between cells. */
+void nsbox_context_interrupt(nsbox_context *c);
+const char *nsbox_context_language(const nsbox_context *c);
+const char *nsbox_context_name(const nsbox_context *c);
+void nsbox_context_free(nsbox_context *c);
+
+/* A handle to cancel one run from another thread. Fire it before the run
+ * starts and nsbox_run() returns -ECANCELED without starting anything;
+ * while it runs, a command is killed (SIGKILL: all it started with it) and
+ * a context's cell is interrupted (its context survives); afterwards it
+ * does nothing. nsbox_cancel_signal() sends `sig` to the running command
+ * (SIGINT and the like interrupt a cell), -ESRCH when none runs. Both are
+ * thread-safe; a handle serves one run at a time. */
+typedef struct nsbox_cancel nsbox_cancel;
+typedef struct nsbox_pool nsbox_pool;   /* below: the warm pool */
+int nsbox_cancel_new(nsbox_cancel **out, nsbox_error **err);
+void nsbox_cancel_fire(nsbox_cancel *c);
+int nsbox_cancel_signal(nsbox_cancel *c, int sig);
+bool nsbox_cancel_fired(const nsbox_cancel *c);
+void nsbox_cancel_free(nsbox_cancel *c);
+
+/* The process is not dumpable (nor ptrace-able) while the sandbox runs,
+ * and as before afterwards: for a process that runs one sandbox at a time
+ * (the nsbox command), not for threaded embedders. */
+#define NSBOX_RUN_UNDUMPABLE (1u << 3)
+
+#define NSBOX_RUN_OPTIONS_VERSION 1
+
+typedef struct nsbox_run_options {
+	uint32_t version;           /* NSBOX_RUN_OPTIONS_VERSION */
+	uint32_t flags;             /* NSBOX_SPAWN_CAPTURE, NSBOX_EXEC_ENV_ADD, NSBOX_RUN_UNDUMPABLE */
+	/* Where it runs: exactly one of
+	 *   config   a fresh sandbox from this configuration (copied);
+	 *   sandbox  an exec in this long-lived sandbox (NSBOX_SPAWN_KEEP);
+	 *   context  the next cell of this context (.code);
+	 *   pool     a warm sandbox from this pool of code runs (.code). A call
+	 *            the warm sandbox cannot serve exactly as a cold run (its own
+	 *            timeout, stdin, workdir, environment, stats) runs cold from
+	 *            the pool's configuration; the record's "pool" says which. */
+	const nsbox_config *config;
+	nsbox_sandbox *sandbox;
+	nsbox_context *context;
+	nsbox_pool *pool;
+	/* What runs: a command (NULL with config: the configuration's), or code
+	 * in `lang` ("python", "node", "bash"), placed as `nsbox run-code`
+	 * places it (an exec: on the interpreter's command line). */
+	const char *const *argv;
+	const char *lang;
+	const void *code;
+	size_t code_len;
+	/* This run's own settings (0/NULL: the configuration's). envp replaces
+	 * the environment of an exec (with NSBOX_EXEC_ENV_ADD: is set over it). */
+	const char *const *envp;
+	const char *workdir;
+	uint64_t timeout_ms;
+	/* I/O, as in nsbox_spawn_options. Captured output (NSBOX_SPAWN_CAPTURE)
+	 * is bounded by limits.output, for every kind of run. */
+	int stdin_fd;               /* -1: /dev/null */
+	int stdout_fd;              /* pass-through target; -1: the caller's fd 1 */
+	int stderr_fd;
+	int signal_fd;              /* -1, or a signalfd forwarded to the payload */
+	uint64_t stats_interval_ms; /* fresh runs only */
+	int stats_fd;
+	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+	void *output_userdata;
+	/* A warning the caller should show (limits enforced by rlimits, an
+	 * audit line that could not be written under audit.on_error warn, an
+	 * import that the gate's warn mode found ...), as it arises, in the
+	 * calling thread; NULL: none shown. */
+	void (*on_warning)(void *userdata, const char *message);
+	void *warning_userdata;
+	nsbox_cancel *cancel;       /* NULL: none */
+} nsbox_run_options;
+
+/* Run, governed: the configuration checked (nsbox_config_validate), the
+ * audit log opened before anything starts (a run that could not be audited
+ * does not start), the Python import gate for Python code, the run
+ * supervised to its end, its failure classified for code runs, then the
+ * gate's verdict, the audit line and the artifacts. libnsbox writes the
+ * record of every kind of run this way.
+ *
+ * Returns 0 with *out the run's record, whatever happened to the payload,
+ * including a run that could not start (status "setup_failed", the reason
+ * in nsbox_result_error()). Returns -ECANCELED (cancelled before it
+ * started), or another -errno for invalid options, with *out NULL. Returns
+ * -errno with *out set when the run ended but its audit line could not be
+ * written (audit.on_error fail): the caller shows the record and fails. */
+int nsbox_run(const nsbox_run_options *o, nsbox_result **out, nsbox_error **err);
+
+/* The languages of code runs: "python", "node", "bash", NULL. */
+const char *const *nsbox_code_languages(void);
 
 /* ---- results ------------------------------------------------------------ */
 
@@ -454,15 +580,22 @@ const char *nsbox_version(void);
  * owner process: PR_SET_PDEATHSIG, the janitor). */
 typedef struct nsbox_pool nsbox_pool;
 
-#define NSBOX_POOL_OPTIONS_VERSION 1
+#define NSBOX_POOL_OPTIONS_VERSION 2
 #define NSBOX_POOL_MAX_SIZE 64
 
 typedef struct nsbox_pool_options {
 	uint32_t version;            /* NSBOX_POOL_OPTIONS_VERSION */
 	uint32_t size;               /* sandboxes kept ready, 1..NSBOX_POOL_MAX_SIZE */
-	/* Required; must stay valid until nsbox_pool_free(). Each sandbox is
-	 * spawned with NSBOX_SPAWN_CAPTURE from it. */
+	/* Required; copied. Each sandbox is spawned with NSBOX_SPAWN_CAPTURE
+	 * from it. */
 	const nsbox_config *config;
+	/* Version 2: a pool of code runs. Each sandbox runs `config` as
+	 * `nsbox run-code --lang LANG` would, with the interpreter started and
+	 * waiting for the code; nsbox_run() with .pool and .code serves a run
+	 * from it. `preload` (NULL-terminated, may be NULL): modules imported
+	 * before the wait (Python: import; Node: require); the record says so. */
+	const char *lang;           /* "python", "node"; NULL: a pool of the command */
+	const char *const *preload;
 } nsbox_pool_options;
 
 /* Create the pool and start filling it in the background. */

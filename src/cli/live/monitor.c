@@ -34,11 +34,12 @@
 
 typedef struct watch_args {
 	int fd;
-	nsbox_sandbox *exec;
+	nsbox_cancel *cancel;
 } watch_args;
 
-/* The client's signals (one byte each) go to the exec; its end closing
- * kills it. */
+/* The client's signals (one byte each) go to the run: a command gets the
+ * signal, a cell is interrupted; its end closing ends the run (a command is
+ * killed, a cell interrupted). */
 static void *watch_client(void *arg)
 {
 	watch_args *w = arg;
@@ -48,12 +49,12 @@ static void *watch_client(void *arg)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n == 1 && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)) {
-			(void) nsbox_sandbox_kill(w->exec, sig);
+			(void) nsbox_cancel_signal(w->cancel, sig);
 			continue;
 		}
 		if (n == 1)
 			continue;
-		(void) nsbox_sandbox_kill(w->exec, SIGKILL);
+		nsbox_cancel_fire(w->cancel);
 		return NULL;
 	}
 }
@@ -66,19 +67,16 @@ static int reply(int fd, int status, const char *json)
 	return json ? ctl_write_all(fd, json, r.len) : 0;
 }
 
-/* A failure before the command ran: the message on the client's stderr,
- * and with --json the record of a failed run (from the library's error, or
- * the context's). */
+/* A request that could not be served: the message on the client's stderr,
+ * and with --json the record of a failed run. */
 static int refuse(int cfd, bool json, int err_fd, const nsbox_error *e, const char *why)
 {
 	if (err_fd >= 0)
 		(void) dprintf(err_fd, "nsbox: %s\n", e ? nsbox_error_message(e) : why);
 	char *j = NULL;
 	nsbox_result *failed = NULL;
-	if (json && e && nsbox_result_new_failed(NULL, e, &failed, NULL) == 0)
+	if (json && nsbox_result_new_failed(NULL, e, &failed, NULL) == 0)
 		(void) nsbox_result_to_json(failed, &j, NULL);
-	else if (json)
-		j = context_failed_record(why);
 	int r = reply(cfd, EXIT_SETUP, j);
 	free(j);
 	nsbox_result_free(failed);
@@ -97,6 +95,46 @@ static bool body_strings(char *body, uint32_t len, uint32_t n, char **out)
 		pos = nul + 1;
 	}
 	return pos == end;
+}
+
+/* Run through the library, with the client watched meanwhile, and answer:
+ * the exit status and, with --json, the record. Without --json the reason a
+ * run failed goes to the client's stderr, as `nsbox run` prints it. */
+static int governed(int cfd, nsbox_run_options *o, bool json, int err_fd)
+{
+	nsbox_cancel *cancel = NULL;
+	nsbox_error *e = NULL;
+	if (nsbox_cancel_new(&cancel, &e) < 0) {
+		int r = refuse(cfd, json, err_fd, e, NULL);
+		nsbox_error_free(e);
+		return r;
+	}
+	o->cancel = cancel;
+	watch_args w = { cfd, cancel };
+	pthread_t t;
+	bool watching = pthread_create(&t, NULL, watch_client, &w) == 0;
+	nsbox_result *res = NULL;
+	int ran = nsbox_run(o, &res, &e);
+	int status = res ? nsbox_result_exit_status(res) : EXIT_SETUP;
+	if (ran < 0)
+		status = EXIT_SETUP;
+	char *j = NULL;
+	if (json && res)
+		(void) nsbox_result_to_json(res, &j, NULL);
+	const nsbox_error *why = res ? nsbox_result_error(res) : NULL;
+	if (!json && err_fd >= 0 && (why || ran < 0))
+		(void) dprintf(err_fd, "nsbox: %s\n", nsbox_error_message(ran < 0 ? e : why));
+	int r = reply(cfd, status, j);
+	/* The watcher ends with the client's close; the run is over. */
+	if (watching) {
+		(void) shutdown(cfd, SHUT_RDWR);
+		pthread_join(t, NULL);
+	}
+	free(j);
+	nsbox_result_free(res);
+	nsbox_error_free(e);
+	nsbox_cancel_free(cancel);
+	return r;
 }
 
 static int serve_exec(monitor *m, int cfd, const ctl_req *h, char *body, const int *fds, int nfds)
@@ -128,72 +166,23 @@ static int serve_exec(monitor *m, int cfd, const ctl_req *h, char *body, const i
 	memmove(envp, argv + h->argc, (total - h->argc - (uint32_t) nwd) * sizeof(char *));
 	envp[total - h->argc - (uint32_t) nwd] = NULL;
 	argv[h->argc] = NULL;
-	nsbox_exec_options o = {
-		.version = NSBOX_EXEC_OPTIONS_VERSION,
+	nsbox_run_options o = {
+		.version = NSBOX_RUN_OPTIONS_VERSION,
 		.flags = (json ? NSBOX_SPAWN_CAPTURE : 0) | ((h->flags & CTL_ENV) ? NSBOX_EXEC_ENV_ADD : 0),
+		.sandbox = m->sb,
 		.argv = (const char *const *) argv,
 		.envp = (h->flags & CTL_ENV) ? (const char *const *) envp : NULL,
 		.workdir = nwd ? strs[0] : NULL,
 		.stdin_fd = (h->flags & CTL_STDIN) ? fds[0] : -1,
 		.stdout_fd = fds[want - 2],
 		.stderr_fd = fds[want - 1],
-		.fd3 = -1,
 		.timeout_ms = h->timeout_ms,
 		.signal_fd = -1,
+		.stats_fd = -1,
 	};
-	nsbox_sandbox *ex = NULL;
-	nsbox_result *res = NULL;
-	nsbox_error *e = NULL;
-	int started = nsbox_sandbox_exec(m->sb, &o, &ex, &e);
-	free(strs);   /* the library copied them */
-	if (started < 0) {
-		int r = refuse(cfd, json, fds[want - 1], e, NULL);
-		nsbox_error_free(e);
-		return r;
-	}
-	watch_args w = { cfd, ex };
-	pthread_t t;
-	bool watching = pthread_create(&t, NULL, watch_client, &w) == 0;
-	int waited = nsbox_sandbox_wait(ex, &res, &e);
-	int status = EXIT_SETUP;
-	char *j = NULL;
-	if (waited == 0) {
-		status = nsbox_result_exit_status(res);
-		if (json)
-			(void) nsbox_result_to_json(res, &j, NULL);
-	}
-	int r = reply(cfd, status, j);
-	/* The watcher ends with the client's close; the exec is over. */
-	if (watching) {
-		(void) shutdown(cfd, SHUT_RDWR);
-		pthread_join(t, NULL);
-	}
-	free(j);
-	nsbox_result_free(res);
-	nsbox_error_free(e);
-	nsbox_sandbox_free(ex);
+	int r = governed(cfd, &o, json, fds[want - 1]);
+	free(strs);
 	return r;
-}
-
-typedef struct cell_watch {
-	int fd;
-	context *c;
-} cell_watch;
-
-static void *watch_cell_client(void *arg)
-{
-	cell_watch *w = arg;
-	for (;;) {
-		unsigned char sig;
-		ssize_t n = read(w->fd, &sig, 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 1 && sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT)
-			continue;
-		context_interrupt(w->c);
-		if (n != 1)
-			return NULL;
-	}
 }
 
 /* A cell: body is NAME, LANG and (unless only --restart) the code. */
@@ -204,32 +193,33 @@ static int serve_cell(monitor *m, int cfd, const ctl_req *h, char *body, const i
 	if (nfds != 2 || (h->argc != 2 && h->argc != 3) || !body_strings(body, h->len, h->argc, strs) ||
 	    !ctl_name_ok(strs[0]) || (strcmp(strs[1], "python") && strcmp(strs[1], "node")))
 		return reply(cfd, EXIT_SETUP, NULL);
-	char why[512] = "";
-	context *c = context_find(&m->contexts, &m->ctx_lock, strs[0], strs[1], why, sizeof(why));
-	if (!c)
-		return refuse(cfd, json, fds[1], NULL, why);
-	char *record = NULL;
-	/* The client's Ctrl-C (or its end closing) interrupts the cell. */
-	cell_watch w = { cfd, c };
-	pthread_t t;
-	bool watching = pthread_create(&t, NULL, watch_cell_client, &w) == 0;
-	int rc = context_cell(c, m->sb, strs[2], h->timeout_ms, h->flags & CTL_RESTART, json ? -1 : fds[0],
-	                      json ? -1 : fds[1], &record, why, sizeof(why));
-	if (watching) {
-		if (rc >= 0)
-			(void) reply(cfd, rc, json ? record : NULL);
-		(void) shutdown(cfd, SHUT_RDWR);
-		pthread_join(t, NULL);
-		if (rc >= 0) {
-			free(record);
-			return 0;
-		}
+	bool fresh = false;
+	nsbox_error *e = NULL;
+	nsbox_context *ctx = context_find(&m->contexts, &m->ctx_lock, m->sb, strs[0], strs[1], &fresh, &e);
+	if (ctx && (h->flags & CTL_RESTART) && !fresh && nsbox_context_restart(ctx, &e) < 0)
+		ctx = NULL;
+	if (!ctx) {
+		int r = refuse(cfd, json, fds[1], e, "start the context: out of memory");
+		nsbox_error_free(e);
+		return r;
 	}
-	if (rc < 0)
-		return refuse(cfd, json, fds[1], NULL, why);
-	int r = reply(cfd, rc, json ? record : NULL);
-	free(record);
-	return r;
+	if (!strs[2])   /* --restart alone */
+		return reply(cfd, 0, NULL);
+	nsbox_run_options o = {
+		.version = NSBOX_RUN_OPTIONS_VERSION,
+		.flags = json ? NSBOX_SPAWN_CAPTURE : 0,
+		.context = ctx,
+		.lang = strs[1],
+		.code = strs[2],
+		.code_len = strlen(strs[2]),
+		.stdin_fd = -1,
+		.stdout_fd = fds[0],
+		.stderr_fd = fds[1],
+		.timeout_ms = h->timeout_ms,
+		.signal_fd = -1,
+		.stats_fd = -1,
+	};
+	return governed(cfd, &o, json, fds[1]);
 }
 
 static double since_ms(const struct timespec *t)

@@ -88,14 +88,18 @@ int cmd_start(int argc, char **argv)
 		nsbox_error_free(e);
 		goto out;
 	}
-	/* What an exec does not pass through yet: the audit log and the
-	 * artifacts (their record is a run's), the import gate (code). */
-	for (size_t i = 0; i < a.n_settings; i++)
-		if (!strncmp(a.settings[i].key, "audit.", 6) || !strncmp(a.settings[i].key, "code.", 5)) {
-			print_msg("start: %s is not supported for long-lived sandboxes yet (use nsbox run)",
-			          a.settings[i].origin);
-			goto out;
-		}
+	/* Every exec and cell is governed by this configuration (nsbox_run):
+	 * check now what would refuse them all (the rules joining keys, an
+	 * audit log that cannot be opened), not at the first exec. */
+	nsbox_governor *gov = NULL;
+	r = nsbox_config_validate(cfg, &e);
+	if (r == 0 && (r = nsbox_governor_begin(cfg, NULL, NULL, 0, &gov, NULL, &e)) == 0)
+		nsbox_governor_free(gov);
+	if (r < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		goto out;
+	}
 	if (a.json || a.result_file || a.stats_interval || a.interactive) {
 		print_msg("start: --json, --result-file, --stats-interval and -i are options of nsbox exec");
 		goto out;

@@ -37,6 +37,7 @@ static int set_error(nsbox_error **err, int errnum, const char *step, const char
 		}
 	}
 	e->message = msg ? msg : strdup("out of memory");
+	e->hint = hint ? strdup(hint) : NULL;
 	nsbox_error_free(*err);
 	*err = e;
 	return ret;
@@ -108,7 +109,8 @@ nsbox_error *nsbox_error_dup(const nsbox_error *e)
 	d->errnum = e->errnum;
 	d->step = strdup(e->step ? e->step : "");
 	d->message = strdup(e->message ? e->message : "");
-	if (!d->step || !d->message) {
+	d->hint = e->hint ? strdup(e->hint) : NULL;
+	if (!d->step || !d->message || (e->hint && !d->hint)) {
 		nsbox_error_free(d);
 		return NULL;
 	}
@@ -118,6 +120,7 @@ nsbox_error *nsbox_error_dup(const nsbox_error *e)
 const char *nsbox_error_message(const nsbox_error *e) { return e ? e->message : NULL; }
 int nsbox_error_errno(const nsbox_error *e) { return e ? e->errnum : 0; }
 const char *nsbox_error_step(const nsbox_error *e) { return e ? e->step : NULL; }
+const char *nsbox_error_hint(const nsbox_error *e) { return e ? e->hint : NULL; }
 
 void nsbox_error_free(nsbox_error *e)
 {
@@ -125,5 +128,6 @@ void nsbox_error_free(nsbox_error *e)
 		return;
 	free(e->step);
 	free(e->message);
+	free(e->hint);
 	free(e);
 }

@@ -8,7 +8,8 @@
 struct nsbox_error {
 	int errnum;
 	char *step;
-	char *message;
+	char *message;  /* with " (hint: ...)" at its end when there is a hint */
+	char *hint;     /* the remedy alone, or NULL */
 };
 
 /* Set *err (if err is non-NULL) from a printf-style message; when errnum is

@@ -78,22 +78,27 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 	if (r->status == NSBOX_STATUS_SETUP_FAILED)
 		return 0;   /* the setup error says it already */
 	char message[600] = "", detail[400] = "";
+	const char *kind = "runtime_error";
 	const char *text = r->captured ? r->out[1] : NULL;
 	size_t len = text ? r->out_len[1] : 0;
 	if (r->exec_failed) {
 		snprintf(message, sizeof(message), "Execution failed: the %s interpreter is not available in the image (%s)",
 		         lang, strerror(r->exec_errno));
+		kind = "interpreter_missing";
 	} else if (r->status == NSBOX_STATUS_TIMED_OUT) {
 		char d[32];
 		format_duration_ms(r->cfg ? r->cfg->timeout_ms : 0, d, sizeof(d));
 		snprintf(message, sizeof(message), "Code execution timed out after %s", d);
+		kind = "timeout";
 	} else if (r->status == NSBOX_STATUS_OOM_KILLED) {
 		char m[32];
 		format_size(r->cfg ? r->cfg->memory : 0, m, sizeof(m));
 		snprintf(message, sizeof(message), "Code execution ran out of memory (limit %s)", m);
+		kind = "oom";
 	} else if (r->status == NSBOX_STATUS_SIGNALED) {
 		snprintf(message, sizeof(message), "Code execution was killed by signal %d (%s)", r->signal,
 		         strsignal(r->signal));
+		kind = "signal";
 	} else if (r->exit_code != 0) {
 		static const char *const py[] = { "SyntaxError:", "IndentationError:", "TabError:", NULL };
 		static const char *const js[] = { "SyntaxError:", NULL };
@@ -107,6 +112,8 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 			last_line(text, len, detail, sizeof(detail));
 			what = "Shell syntax error";
 		}
+		if (what)
+			kind = "syntax_error";
 		if (what && line > 0)
 			snprintf(message, sizeof(message), "%s: %s (line %ld)", what, detail, line);
 		else if (what)
@@ -120,10 +127,15 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 				const char *v = text ? strstr(text, "\nNode.js v") : NULL;
 				last_line(text ? text : "", v ? (size_t) (v - text) : 0, detail, sizeof(detail));
 			}
+			/* The process limit is the likeliest cause when it was hit:
+			 * say so first, the code's own last words after. */
+			const char *limit = r->pids_limit_hit ? " (the process limit was reached)" : "";
+			if (r->pids_limit_hit)
+				kind = "pids_limit";
 			if (*detail)
-				snprintf(message, sizeof(message), "Execution failed: %s", detail);
+				snprintf(message, sizeof(message), "Execution failed%s: %s", limit, detail);
 			else
-				snprintf(message, sizeof(message), "Execution failed with exit code %d", r->exit_code);
+				snprintf(message, sizeof(message), "Execution failed%s with exit code %d", limit, r->exit_code);
 		}
 	} else {
 		return 0;   /* success */
@@ -135,5 +147,6 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 	nsbox_error_free(r->error);
 	r->error = e;
 	r->code_error = true;
+	r->error_kind = kind;
 	return 0;
 }

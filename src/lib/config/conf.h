@@ -113,5 +113,7 @@ void config_audit_free(nsbox_config *c);
 int config_audit_copy(nsbox_config *c, const nsbox_config *s);
 void config_audit_yaml(struct buf *b, const nsbox_config *c);
 int config_copy(nsbox_config **out, const nsbox_config *src);
+/* Remove the file to be placed at `path` (nsbox_config_add_file), if any. */
+void config_drop_file(nsbox_config *c, const char *path);
 
 #endif

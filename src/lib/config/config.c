@@ -652,6 +652,20 @@ int nsbox_config_add_file(nsbox_config *cfg, const char *path, const void *data,
 	return 0;
 }
 
+void config_drop_file(nsbox_config *c, const char *path)
+{
+	for (size_t i = 0; i < c->n_files;) {
+		if (strcmp(c->files[i].path, path)) {
+			i++;
+			continue;
+		}
+		free(c->files[i].path);
+		free(c->files[i].data);
+		memmove(&c->files[i], &c->files[i + 1], (c->n_files - i - 1) * sizeof(*c->files));
+		c->n_files--;
+	}
+}
+
 int nsbox_config_set_command(nsbox_config *cfg, int argc, const char *const *argv,
                              nsbox_error **err)
 {

@@ -471,29 +471,11 @@ static int plan_rootfs(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err
 	return 0;
 }
 
-static int plan_unsupported(const nsbox_config *cfg, nsbox_error **err)
-{
-	/* Fail closed on settings whose machinery does not exist yet, rather
-	 * than running with less than was asked for. */
-	if (!cfg->read_only_root)
-		return nsbox_err(err, ENOTSUP, "config",
-		                 "filesystem.read_only_root: false is not supported: the root filesystem is always read-only (write to /tmp or a volume)");
-	if (cfg->allow_host_loopback && cfg->net != NET_USER)
-		return nsbox_err_invalid(err, "config",
-		                         "network.allow_host_loopback (--allow-host-loopback) needs network mode 'user'");
-	if (cfg->allow.n && cfg->net != NET_NONE)
-		return nsbox_err_invalid(err, "config",
-		                         "network.allow ('%s') needs network mode 'none': the allowlist proxy is the "
-		                         "sandbox's only way out, and mode '%s' would open another",
-		                         cfg->allow.v[0], cfg->net == NET_HOST ? "host" : "user");
-	return 0;
-}
-
 int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 {
 	if (!cfg->command.n)
 		return nsbox_err_invalid(err, "config", "plan the sandbox: no command given");
-	int r = plan_unsupported(cfg, err);
+	int r = nsbox_config_validate(cfg, err);
 	if (r < 0)
 		return r;
 	nsbox_plan *p = calloc(1, sizeof(*p));

@@ -197,16 +197,24 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 	return 0;
 }
 
+nsbox_result *result_new(const nsbox_config *cfg)
+{
+	nsbox_result *r = calloc(1, sizeof(*r));
+	if (!r || fill_common(r, cfg, NULL) < 0) {
+		nsbox_result_free(r);
+		return NULL;
+	}
+	return r;
+}
+
 int nsbox_result_new_failed(const nsbox_config *cfg, const nsbox_error *why, nsbox_result **out,
                             nsbox_error **err)
 {
 	if (!out)
 		return nsbox_err(err, EINVAL, "result", "build result: no output pointer");
-	nsbox_result *r = calloc(1, sizeof(*r));
-	if (!r || fill_common(r, cfg, err) < 0) {
-		nsbox_result_free(r);
+	nsbox_result *r = result_new(cfg);
+	if (!r)
 		return nsbox_err(err, ENOMEM, "result", "build result");
-	}
 	r->status = NSBOX_STATUS_SETUP_FAILED;
 	r->error = nsbox_error_dup(why);
 	*out = r;
@@ -223,6 +231,7 @@ void nsbox_result_free(nsbox_result *r)
 	nsbox_config_free(r->cfg);
 	free(r->namespaces_json);
 	free(r->code_json);
+	free(r->preloaded_json);
 	free(r->network);
 	free(r->seccomp);
 	free(r->image_digest);
@@ -267,6 +276,17 @@ bool nsbox_result_output_truncated(const nsbox_result *r, int stream)
 {
 	int i = stream_index(stream);
 	return i >= 0 && r->out_truncated[i];
+}
+
+const char *record_error_kind(const nsbox_result *r)
+{
+	if (!r->error)
+		return NULL;
+	if (r->error_kind)
+		return r->error_kind;
+	if (r->exec_failed)
+		return "exec";
+	return r->error->step && *r->error->step ? r->error->step : "setup";
 }
 
 int nsbox_result_exit_status(const nsbox_result *r)

@@ -235,11 +235,31 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 	}
 	if (r->code_json)
 		buf_printf(&b, ",\"code\":%s", r->code_json);
+	if (r->is_cell) {
+		buf_puts(&b, ",\"context\":{\"name\":");
+		json_cstr(&b, r->cell_context);
+		buf_puts(&b, ",\"language\":");
+		json_cstr(&b, r->cell_lang);
+		buf_printf(&b, ",\"cell\":%u", r->cell);
+		bool_field(&b, "restarted", r->cell_restarted);
+		bool_field(&b, "state_lost", r->cell_state_lost);
+		buf_puts(&b, "}");
+	}
+	if (r->pool_run) {
+		buf_printf(&b, ",\"pool\":{\"warm\":%s,\"preloaded\":%s,\"cold_reason\":",
+		           r->pool_run == POOL_RUN_WARM ? "true" : "false", r->preloaded_json ? r->preloaded_json : "[]");
+		json_cstr(&b, r->cold_reason);
+		buf_puts(&b, "}");
+	}
 	if (r->error) {
 		buf_puts(&b, ",\"error\":{\"step\":");
 		json_cstr(&b, r->error->step);
+		buf_puts(&b, ",\"kind\":");
+		json_cstr(&b, record_error_kind(r));
 		buf_puts(&b, ",\"message\":");
 		json_cstr(&b, r->error->message);
+		buf_puts(&b, ",\"hint\":");
+		json_cstr(&b, r->error->hint);
 		buf_printf(&b, ",\"errno\":%d}", r->error->errnum);
 	} else {
 		buf_puts(&b, ",\"error\":null");

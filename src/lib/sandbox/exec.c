@@ -227,6 +227,7 @@ int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *o, nsbox_san
 	if (own->workdir)
 		plan->workdir = own->workdir;
 	plan->cfg = own->cfg;
+	own->cfg->timeout_ms = plan->timeout_ms;   /* the record's limits: this exec's */
 	r = nsbox_config_set_command(own->cfg, (int) own->argv.n, (const char *const *) own->argv.v, err);
 	uint32_t flags = (own->workdir ? EXEC_WORKDIR : 0) | (own->env ? EXEC_ENV : 0) | (o->fd3 >= 0 ? EXEC_FD3 : 0);
 	r = r ?: build_request(own, flags, &req, &req_len, err);
@@ -274,6 +275,11 @@ fail_sent:
 	e->reaped = true;   /* nothing runs */
 	exec_release(e);
 	return r;
+}
+
+const nsbox_config *sandbox_config(const nsbox_sandbox *sb)
+{
+	return sb && sb->plan && sb->plan->keep && !sb->exec_of ? sb->plan->cfg : NULL;
 }
 
 const char *nsbox_sandbox_id(const nsbox_sandbox *sb)

@@ -27,6 +27,9 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "code/lang.h"
+#include "code/warm.h"
+#include "config/conf.h"
 #include "sandbox/sandbox.h"
 
 #define POOL_FAILURES 3
@@ -42,7 +45,13 @@ typedef struct warm {
 struct nsbox_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;     /* a sandbox became ready, was taken, or stop */
-	const nsbox_config *cfg;
+	nsbox_config *cfg;          /* what each sandbox is spawned from (ours) */
+	/* A pool of code runs (options version 2): the language, the run's own
+	 * configuration without the hook (a cold run's, for the record and for
+	 * calls the warm sandbox cannot serve) and the modules preloaded. */
+	const code_lang *lang;
+	nsbox_config *run_cfg;
+	strv preload;
 	uint32_t size;
 	warm ready[NSBOX_POOL_MAX_SIZE];   /* a FIFO: the oldest is taken first */
 	uint32_t n_ready;
@@ -201,9 +210,34 @@ static void *refill(void *arg)
 	return NULL;
 }
 
+static int pool_configs(nsbox_pool *p, const nsbox_pool_options *o, nsbox_error **err)
+{
+	const char *lang = o->version >= 2 ? o->lang : NULL;
+	const char *const *preload = o->version >= 2 ? o->preload : NULL;
+	if (!lang) {
+		if (preload && preload[0])
+			return nsbox_err_invalid(err, "pool", "create pool: preload needs a language");
+		return config_copy(&p->cfg, o->config) < 0 ? nsbox_err(err, ENOMEM, "pool", "create pool") : 0;
+	}
+	p->lang = code_lang_find(lang);
+	if (!p->lang)
+		return nsbox_err_invalid(err, "pool", "create pool: unknown language '%s' (%s)", lang, code_lang_names());
+	for (size_t i = 0; preload && preload[i]; i++)
+		if (strv_push(&p->preload, preload[i]) < 0)
+			return nsbox_err(err, ENOMEM, "pool", "create pool");
+	int r = code_config(o->config, p->lang, NULL, 0, &p->run_cfg, err);
+	r = r ?: code_warm_config(p->run_cfg, p->lang, preload, &p->cfg, err);
+	if (r < 0)
+		return r;
+	/* The warm sandbox gets its code on stdin: the hook creates the file
+	 * (O_EXCL), so none may be there before. */
+	config_drop_file(p->cfg, p->lang->file);
+	return 0;
+}
+
 int nsbox_pool_new(const nsbox_pool_options *o, nsbox_pool **out, nsbox_error **err)
 {
-	if (!o || !out || !o->config || o->version < 1)
+	if (!o || !out || !o->config || o->version < 1 || o->version > NSBOX_POOL_OPTIONS_VERSION)
 		return nsbox_err(err, EINVAL, "pool", "create pool: missing argument");
 	if (o->size < 1 || o->size > NSBOX_POOL_MAX_SIZE)
 		return nsbox_err(err, EINVAL, "pool", "create pool: size %u is not between 1 and %d", o->size,
@@ -217,9 +251,13 @@ int nsbox_pool_new(const nsbox_pool_options *o, nsbox_pool **out, nsbox_error **
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* defer_refill's deadline */
 	pthread_cond_init(&p->changed, &ca);
 	pthread_condattr_destroy(&ca);
-	p->cfg = o->config;
 	p->size = o->size;
-	int r = pthread_create(&p->thread, NULL, refill, p);
+	int r = pool_configs(p, o, err);
+	if (r < 0) {
+		nsbox_pool_free(p);
+		return r;
+	}
+	r = pthread_create(&p->thread, NULL, refill, p);
 	if (r != 0) {
 		nsbox_pool_free(p);
 		return nsbox_err(err, r, "pool", "start the refill thread");
@@ -228,6 +266,10 @@ int nsbox_pool_new(const nsbox_pool_options *o, nsbox_pool **out, nsbox_error **
 	*out = p;
 	return 0;
 }
+
+const code_lang *pool_lang(const nsbox_pool *p) { return p->lang; }
+const nsbox_config *pool_run_config(const nsbox_pool *p) { return p->run_cfg ? p->run_cfg : p->cfg; }
+const strv *pool_preload(const nsbox_pool *p) { return &p->preload; }
 
 /* The request: written whole, then end of file. A payload that died or
  * closed its stdin fails the write: its wait reports what happened. The
@@ -398,6 +440,9 @@ void nsbox_pool_free(nsbox_pool *p)
 	for (uint32_t i = 0; i < p->n_ready; i++)
 		warm_discard(&p->ready[i]);
 	nsbox_error_free(p->spawn_err);
+	nsbox_config_free(p->cfg);
+	nsbox_config_free(p->run_cfg);
+	strv_clear(&p->preload);
 	pthread_cond_destroy(&p->changed);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

@@ -132,11 +132,28 @@ struct nsbox_result {
 	bool host_loopback;
 	proxy_log net_allowed, net_denied;   /* owned */
 	char *code_json;      /* the import gate's "code" object, or NULL */
+	const char *error_kind;   /* static: what kind of failure the error is (record_error_kind) */
+	/* A context's cell (code/context.c): which, and what became of its
+	 * interpreter. */
+	bool is_cell;
+	char cell_context[64];
+	char cell_lang[8];
+	unsigned cell;
+	bool cell_restarted;  /* this cell started a fresh interpreter */
+	bool cell_state_lost; /* the interpreter did not survive this cell */
+	/* A pool's run (run/run.c): POOL_RUN_WARM or POOL_RUN_COLD (with the
+	 * reason, static), and what the pool preloads, as a JSON array. */
+	enum { POOL_RUN_NONE = 0, POOL_RUN_WARM, POOL_RUN_COLD } pool_run;
+	const char *cold_reason;
+	char *preloaded_json;
 };
 
 /* spawn.c: the command's streams (capture pipes when sb->capture). */
 int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stderr_fd, int child_stdio[3],
                        int close_after[4], nsbox_error **err);
+/* exec.c: a long-lived sandbox's configuration (its audit.* and code.*
+ * govern its execs and cells), or NULL for any other handle. */
+const nsbox_config *sandbox_config(const nsbox_sandbox *sb);
 /* exec.c: release what an exec owns (its plan copy). */
 void exec_release(nsbox_sandbox *sb);
 /* exec.c: a long-lived sandbox's setup: wait until its keeper is ready. */
@@ -153,6 +170,19 @@ int artifacts_store(const char *dir, const nsbox_result *r, const char *store_co
                     uint64_t max_age_ms, char **path, nsbox_error **err);
 /* The error a child reported for a failed setup step, described. */
 int step_error(const nsbox_plan *p, const msg *m, nsbox_error **err);
+
+/* result.c: a new result with an id and a copy of cfg (may be NULL). */
+nsbox_result *result_new(const nsbox_config *cfg);
+/* The error's kind for the record: "timeout", "oom", "signal",
+ * "syntax_error", "interpreter_missing", "runtime_error", "exec" or the
+ * step of a setup error. */
+const char *record_error_kind(const nsbox_result *r);
+
+/* pool.c: what a pool of code runs is (run/run.c). */
+struct code_lang;
+const struct code_lang *pool_lang(const nsbox_pool *p);
+const nsbox_config *pool_run_config(const nsbox_pool *p);
+const strv *pool_preload(const nsbox_pool *p);
 
 /* result_json.c: resources, limits and network, as in the record (for audit.c). */
 struct buf;
