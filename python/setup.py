@@ -45,11 +45,11 @@ setup(
     version="0.1.0",
     description="Run untrusted code in nsbox sandboxes from Python (bindings over libnsbox)",
     packages=["nsbox", "nsbox.integrations"],
-    package_data={"nsbox": ["py.typed", "_nsbox.pyi", "warm/*", "contexts/*"]},
+    package_data={"nsbox": ["py.typed", "_nsbox.pyi"]},
     python_requires=">=3.9",
     ext_modules=[Extension(
         "nsbox._nsbox",
-        sources=["src/_nsbox.c", "src/pool.c", "src/live.c"],
+        sources=["src/_nsbox.c", "src/run.c", "src/pool.c", "src/live.c"],
         include_dirs=include_dirs,
         library_dirs=library_dirs,
         runtime_library_dirs=rpath,

@@ -39,12 +39,17 @@ class SandboxError(Exception):
         return (type(self), (self.step, self.errno, self.message, self.hint, self.record))
 
     @classmethod
-    def _from(cls, step: str, errnum: int, text: str,
+    def _from(cls, step: str, errnum: int, text: str, hint: Optional[str] = None,
               record: Optional[Dict[str, Any]] = None) -> "SandboxError":
-        message, hint = text, None
-        mark = text.rfind(" (hint: ")
-        if mark >= 0 and text.endswith(")"):
-            message, hint = text[:mark], text[mark + 8:-1]
+        """From the library's error: its step, errno, message and hint (its
+        own field; the message ends with " (hint: ...)" when there is one)."""
+        message = text
+        if hint and text.endswith(" (hint: %s)" % hint):
+            message = text[:-len(" (hint: %s)" % hint)]
+        elif hint is None:   # a message alone: its hint, if it ends with one
+            mark = text.rfind(" (hint: ")
+            if mark >= 0 and text.endswith(")"):
+                message, hint = text[:mark], text[mark + 8:-1]
         kind = IsolationUnavailable if (step in _ISOLATION_STEPS and errnum in _ISOLATION_ERRNOS) else SandboxError
         return kind(step, errnum, message, hint, record)
 

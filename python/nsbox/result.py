@@ -12,38 +12,26 @@ __all__ = ["Result", "RunError", "Change"]
 class RunError:
     """Why a run failed, as data (the record's ``error``).
 
-    ``kind`` is one of "timeout", "oom", "signal", "syntax_error",
-    "interpreter_missing", "runtime_error" (code runs, classified as
-    `nsbox run-code` does), "exec" (the command was not found or cannot be
-    executed), or the setup step for other errors. ``message`` is the text
-    for a person or a model, ``step`` and ``errno`` as in the record.
+    ``kind`` is the library's classification: "timeout", "oom", "signal",
+    "syntax_error", "interpreter_missing", "runtime_error", "interrupted",
+    "exec" (the command was not found or cannot be executed), or the setup
+    step for other errors. ``message`` is the text for a person or a model,
+    ``hint`` the remedy when there is one, ``step`` and ``errno`` as in the
+    record.
     """
     kind: str
     message: str
     step: str
     errno: int
+    hint: Optional[str] = None
 
     @classmethod
     def from_record(cls, e: Optional[Dict[str, Any]]) -> Optional["RunError"]:
         if not e:
             return None
-        step, msg = e.get("step") or "", e.get("message") or ""
-        return cls(_kind(step, msg), msg, step, int(e.get("errno") or 0))
-
-
-def _kind(step: str, msg: str) -> str:
-    if step == "code":
-        for prefix, kind in (("Code execution timed out", "timeout"),
-                             ("Code execution ran out of memory", "oom"),
-                             ("Code execution was killed by signal", "signal")):
-            if msg.startswith(prefix):
-                return kind
-        if " syntax error: " in msg.split("\n", 1)[0]:
-            return "syntax_error"
-        if "interpreter is not available" in msg:
-            return "interpreter_missing"
-        return "runtime_error"
-    return step or "error"
+        step = e.get("step") or ""
+        return cls(e.get("kind") or step or "error", e.get("message") or "", step, int(e.get("errno") or 0),
+                   e.get("hint"))
 
 
 @dataclass(frozen=True)

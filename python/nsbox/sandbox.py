@@ -23,27 +23,10 @@ Stdin = Union[None, bytes, str, int, IO[Any]]
 OutputCallback = Callable[[str], Any]
 Setting = Tuple[str, str, str]
 
-# run-code's table (src/cli/run_code.c): where the code goes, what runs it,
-# and the interpreter's variables.
-LANGUAGES: Dict[str, Tuple[str, str, Tuple[str, ...]]] = {
-    "python": ("/tmp/main.py", "python3", ("PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1")),
-    "node": ("/tmp/main.js", "node", ()),
-    "bash": ("/tmp/main.sh", "bash", ()),
-}
-
-# NSBOX_* variables and their policy keys, as `nsbox run` reads them
-# (src/cli/args.c): between the policy and explicit values in precedence.
-ENV_KEYS: Tuple[Tuple[str, str], ...] = (
-    ("NSBOX_IMAGE", "image"), ("NSBOX_ROOTFS", "rootfs"),
-    ("NSBOX_MEMORY", "limits.memory"), ("NSBOX_CPUS", "limits.cpus"),
-    ("NSBOX_PIDS_LIMIT", "limits.pids"), ("NSBOX_TIMEOUT", "limits.timeout"),
-    ("NSBOX_TMPFS_SIZE", "limits.tmpfs"), ("NSBOX_MAX_OUTPUT", "limits.output"),
-    ("NSBOX_NETWORK", "network.mode"), ("NSBOX_USER", "security.user"),
-    ("NSBOX_HOSTNAME", "hostname"), ("NSBOX_SECCOMP", "security.seccomp"),
-    ("NSBOX_WORKDIR", "workdir"), ("NSBOX_CGROUP_PARENT", "limits.cgroup_parent"),
-    ("NSBOX_REQUIRE_CGROUP", "limits.require_cgroup"), ("NSBOX_LIMITS_FALLBACK", "limits.fallback"),
-    ("NSBOX_NETWORK_HELPER", "network.helper"),
-)
+# The languages of code runs and the NSBOX_* variables are the library's
+# tables (src/lib/code/lang.c, src/lib/config/env.c): one list for every door.
+LANGUAGES: Tuple[str, ...] = tuple(_nsbox.languages())
+ENV_KEYS: Tuple[Tuple[str, str], ...] = tuple(_nsbox.env_settings())
 
 
 def _text(name: str, v: Any) -> str:
@@ -83,8 +66,41 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return fn(*args)
     except _nsbox.Error as e:
-        step, errnum, message = e.args
-        raise SandboxError._from(step, errnum, message) from None
+        step, errnum, message, hint = e.args
+        raise SandboxError._from(step, errnum, message, hint) from None
+
+
+def _result(text: str) -> Result:
+    """The library's record as a Result; a run that could not start (status
+    "setup_failed") raises SandboxError with the record attached."""
+    record = json.loads(text)
+    if record["status"] == "setup_failed":
+        e = record.get("error") or {}
+        raise SandboxError._from(e.get("step") or "setup", int(e.get("errno") or 0),
+                                 e.get("message") or "set up the sandbox", e.get("hint"), record)
+    return Result(record)
+
+
+def _timeout_ms(timeout: Union[None, str, float]) -> int:
+    """A per-call timeout for the library: 0 for the configuration's."""
+    if timeout is None:
+        return 0
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        return max(1, int(round(timeout * 1000)))
+    if not isinstance(timeout, str):
+        raise TypeError("timeout: expected seconds or a duration such as '30s', got %r" % (timeout,))
+    ms = int(_call(_nsbox.parse_duration_ms, timeout))
+    if ms == 0:
+        raise ValueError("timeout must be positive")
+    return ms
+
+
+def _code_bytes(code: Union[str, bytes], language: str) -> bytes:
+    if language not in LANGUAGES:
+        raise ValueError("unknown language %r (%s)" % (language, ", ".join(LANGUAGES)))
+    return code.encode() if isinstance(code, str) else bytes(code)
 
 
 class Sandbox:
@@ -168,7 +184,6 @@ class Sandbox:
             for one in (v if isinstance(v, (list, tuple)) else (v,)):
                 put(k, _text(k, one) if not isinstance(one, bool) else str(one).lower(), k)
         self._settings: Tuple[Setting, ...] = tuple(s)
-        self._workdir = workdir is not None or "workdir" in (settings or {})
         _call(_nsbox.validate, self.policy, self._settings)
 
     @classmethod
@@ -177,7 +192,7 @@ class Sandbox:
         NSBOX_POLICY, then the NSBOX_* variables, then the keywords given."""
         env = os.environ if environ is None else environ
         base = [(key, env[var], var) for var, key in ENV_KEYS if var in env]
-        if "policy" not in kwargs and env.get("NSBOX_POLICY"):
+        if "policy" not in kwargs and env.get("NSBOX_POLICY"):   # as nsbox_env_policy() reads it
             kwargs["policy"] = env["NSBOX_POLICY"]
         return cls(_base=base, **kwargs)
 
@@ -203,7 +218,7 @@ class Sandbox:
         A non-zero exit, a timeout, OOM, a signal are data in the Result.
         SandboxError is raised when nsbox could not run the command.
         """
-        return self._run(_argv(argv), stdin, timeout, on_stdout, on_stderr, None, None, None)
+        return self._run(_argv(argv), None, None, stdin, timeout, on_stdout, on_stderr)
 
     def run_code(self, code: Union[str, bytes], language: str = "python", *, stdin: Stdin = None,
                  timeout: Union[None, str, float] = None, on_stdout: Optional[OutputCallback] = None,
@@ -212,8 +227,7 @@ class Sandbox:
         `nsbox run-code` does: the code is placed in the sandbox's /tmp during
         setup and run there; a failure is classified in ``Result.error``
         (timeout, syntax error, last line of stderr, ...)."""
-        argv, files, lang, extra = self._code_args(code, language)
-        return self._run(argv, stdin, timeout, on_stdout, on_stderr, files, lang, extra)
+        return self._run(None, _code_bytes(code, language), language, stdin, timeout, on_stdout, on_stderr)
 
     async def arun(self, argv: Argv, *, stdin: Stdin = None, timeout: Union[None, str, float] = None,
                    on_stdout: Optional[OutputCallback] = None,
@@ -228,8 +242,7 @@ class Sandbox:
                         timeout: Union[None, str, float] = None, on_stdout: Optional[OutputCallback] = None,
                         on_stderr: Optional[OutputCallback] = None) -> Result:
         """``run_code`` for asyncio, cancellable as ``arun``."""
-        argv, files, lang, extra = self._code_args(code, language)
-        return await self._arun(argv, files, (lang, extra), stdin, timeout, on_stdout, on_stderr)
+        return await self._arun(None, _code_bytes(code, language), language, stdin, timeout, on_stdout, on_stderr)
 
     def start(self) -> "LiveSandbox":
         """A long-lived sandbox from this configuration (set up now): run
@@ -240,87 +253,28 @@ class Sandbox:
 
     # ---- internals -------------------------------------------------------
 
-    def _code_args(self, code: Union[str, bytes], language: str) -> Tuple[Any, Any, Any, Any]:
-        if language not in LANGUAGES:
-            raise ValueError("unknown language %r (python, node, bash)" % (language,))
-        path, interp, env = LANGUAGES[language]
-        data = code.encode() if isinstance(code, str) else bytes(code)
-        extra = [("environment.set", e, "run-code") for e in env]
-        if not self._workdir:
-            extra.insert(0, ("workdir", "/tmp", "run-code"))
-        return [interp, path], [(path, data, 0o644)], language, extra
-
-    async def _arun(self, argv: Any, files: Any, code: Any, stdin: Stdin, timeout: Any,
+    async def _arun(self, argv: Any, code: Optional[bytes], language: Optional[str], stdin: Stdin, timeout: Any,
                     on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> Result:
-        loop = asyncio.get_running_loop()
-        done: "asyncio.Future[Result]" = loop.create_future()
-        handle = _nsbox.Handle()
+        return await _in_thread(lambda handle: self._run(argv, code, language, stdin, timeout, on_stdout,
+                                                         on_stderr, handle))
 
-        def settle(value: Any, exc: Optional[BaseException]) -> None:
-            if done.cancelled():
-                return
-            if exc is not None:
-                done.set_exception(exc)
-            else:
-                done.set_result(value)
-
-        def work() -> None:
-            try:
-                lang, extra = code if code else (None, None)
-                r = self._run(argv, stdin, timeout, on_stdout, on_stderr, files, lang, extra, handle)
-                outcome: Tuple[Any, Optional[BaseException]] = (r, None)
-            except BaseException as e:   # handed to the awaiting task
-                outcome = (None, e)
-            try:
-                loop.call_soon_threadsafe(settle, *outcome)
-            except RuntimeError:
-                pass   # the loop was closed meanwhile: no one waits for it
-
-        threading.Thread(target=work, name="nsbox-run", daemon=True).start()
-        try:
-            return await asyncio.shield(done)
-        except asyncio.CancelledError:
-            handle.kill()
-            # Nothing of the sandbox may outlive the task: wait for the
-            # thread's run to end (it is killed, so this is short).
-            while not done.done():
-                try:
-                    await asyncio.shield(done)
-                except asyncio.CancelledError:
-                    continue
-                except BaseException:
-                    break
-            if done.done() and not done.cancelled():
-                done.exception()   # retrieved: no "never retrieved" warning
-            raise
-
-    def _run(self, argv: Any, stdin: Stdin, timeout: Any, on_stdout: Optional[OutputCallback],
-             on_stderr: Optional[OutputCallback], files: Any = None, lang: Optional[str] = None,
-             extra: Any = None, handle: Any = None) -> Result:
-        settings = self._settings
-        if extra:   # after the caller's settings, as run-code adds them
-            settings = settings + tuple(extra)
-        if timeout is not None:
-            settings = settings + (("limits.timeout", _duration("timeout", timeout), "timeout"),)
+    def _run(self, argv: Any, code: Optional[bytes], language: Optional[str], stdin: Stdin, timeout: Any,
+             on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback], handle: Any = None) -> Result:
+        ms = _timeout_ms(timeout)
         out = _Stream(on_stdout, on_stderr) if (on_stdout or on_stderr) else None
         fd, close_fd = _stdin_fd(stdin)
-        args = (self.policy, settings, argv, files or (), fd, out.feed if out else None)
+        args = (self.policy, self._settings, argv, code, language, fd, out.feed if out else None)
         try:
             if handle is None and threading.current_thread() is threading.main_thread():
-                text = _interruptible(args, lang)
+                text = _interruptible(lambda h: _call(_nsbox.run, *args, h, ms))
             else:
-                text = _call(_nsbox.run, *args, handle, lang)
+                text = _call(_nsbox.run, *args, handle, ms)
         finally:
             if close_fd:
                 os.close(fd)
         if out:
             out.flush()
-        record = json.loads(text)
-        if record["status"] == "setup_failed":
-            e = record.get("error") or {}
-            raise SandboxError._from(e.get("step") or "setup", int(e.get("errno") or 0),
-                                     e.get("message") or "set up the sandbox", record)
-        return Result(record)
+        return _result(text)
 
     def __repr__(self) -> str:
         return "nsbox.Sandbox(%s)" % ", ".join("%s=%r" % (o, v) for _, v, o in self._settings)
@@ -338,23 +292,69 @@ def _forget_worker() -> None:
 os.register_at_fork(after_in_child=_forget_worker)
 
 
-def _interruptible(args: Tuple[Any, ...], lang: Optional[str]) -> str:
-    """The run in a worker thread while the main thread waits: a signal
-    handler (Ctrl-C's KeyboardInterrupt) runs at once, and the exception it
-    raises kills the sandbox, waits until nothing of it is left, and goes on
-    up. (In the main thread itself, the handler would wait for the run.) One
-    worker kept for the purpose: only the main thread uses it."""
+def _interruptible(call: Callable[[Any], Any]) -> Any:
+    """``call(handle)`` in a worker thread while the main thread waits: a
+    signal handler (Ctrl-C's KeyboardInterrupt) runs at once, and the
+    exception it raises cancels the run (a command is killed, a cell
+    interrupted), waits until it has ended, and goes on up. (In the main
+    thread itself, the handler would wait for the run.) One worker kept for
+    the purpose: only the main thread uses it."""
     global _main_worker
     if _main_worker is None:
         _main_worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nsbox-main")
     handle = _nsbox.Handle()
-    fut = _main_worker.submit(_call, _nsbox.run, *args, handle, lang)
+    fut = _main_worker.submit(call, handle)
     try:
-        return str(fut.result())
+        return fut.result()
     except BaseException:
         if not fut.done():
             handle.kill()
             concurrent.futures.wait([fut])
+        raise
+
+
+async def _in_thread(call: Callable[[Any], Any]) -> Any:
+    """``call(handle)`` for asyncio, in a thread of its own (many may run at
+    once); cancelling the task cancels the run (a command is killed, a cell
+    interrupted), waits until it has ended, then raises CancelledError."""
+    loop = asyncio.get_running_loop()
+    done: "asyncio.Future[Any]" = loop.create_future()
+    handle = _nsbox.Handle()
+
+    def settle(value: Any, exc: Optional[BaseException]) -> None:
+        if done.cancelled():
+            return
+        if exc is not None:
+            done.set_exception(exc)
+        else:
+            done.set_result(value)
+
+    def work() -> None:
+        try:
+            outcome: Tuple[Any, Optional[BaseException]] = (call(handle), None)
+        except BaseException as e:   # handed to the awaiting task
+            outcome = (None, e)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass   # the loop was closed meanwhile: no one waits for it
+
+    threading.Thread(target=work, name="nsbox-run", daemon=True).start()
+    try:
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        handle.kill()
+        # Nothing of the run may outlive the task: wait for the thread's
+        # run to end (it is cancelled, so this is short).
+        while not done.done():
+            try:
+                await asyncio.shield(done)
+            except asyncio.CancelledError:
+                continue
+            except BaseException:
+                break
+        if done.done() and not done.cancelled():
+            done.exception()   # retrieved: no "never retrieved" warning
         raise
 
 

@@ -21,13 +21,15 @@
 
 PyObject *Error;   /* _nsbox.Error(step, errno, message) */
 
-/* Raise Error from a library error (and free it); returns NULL. */
+/* Raise Error(step, errno, message, hint) from a library error (and free
+ * it); returns NULL. */
 PyObject *raise_error(nsbox_error *e, int r)
 {
 	const char *step = e ? nsbox_error_step(e) : "nsbox";
 	const char *msg = e ? nsbox_error_message(e) : strerror(r < 0 ? -r : r);
+	const char *hint = e ? nsbox_error_hint(e) : NULL;
 	int errnum = e ? nsbox_error_errno(e) : (r < 0 ? -r : r);
-	PyObject *args = Py_BuildValue("(sis)", step ? step : "", errnum, msg ? msg : "");
+	PyObject *args = Py_BuildValue("(sisz)", step ? step : "", errnum, msg ? msg : "", hint);
 	if (args) {
 		PyErr_SetObject(Error, args);
 		Py_DECREF(args);
@@ -110,356 +112,36 @@ static PyObject *py_config_yaml(PyObject *self, PyObject *args)
 	return s;
 }
 
-/* ---- cancellation handle ------------------------------------------------ */
-
-/* Shared between the thread that runs a sandbox and any thread that cancels
- * it: the sandbox pointer is published under the mutex, and
- * nsbox_sandbox_kill() is documented as callable during a wait. */
-typedef struct {
-	PyObject_HEAD
-	pthread_mutex_t lock;
-	nsbox_sandbox *sb;
-	bool cancelled;
-	bool used;
-} Handle;
-
-static PyObject *handle_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+/* env_settings() -> [(variable, policy key)]: the NSBOX_* table;
+ * env_policy(environ: dict) -> str | None: NSBOX_POLICY's value. */
+static PyObject *py_env_settings(PyObject *self, PyObject *unused)
 {
-	(void) args;
-	(void) kw;
-	Handle *h = (Handle *) type->tp_alloc(type, 0);
-	if (h)
-		pthread_mutex_init(&h->lock, NULL);
-	return (PyObject *) h;
-}
-
-static void handle_dealloc(Handle *h)
-{
-	pthread_mutex_destroy(&h->lock);
-	Py_TYPE(h)->tp_free((PyObject *) h);
-}
-
-/* kill(): kill the sandbox (now, or as soon as it exists); idempotent. */
-static PyObject *handle_kill(Handle *h, PyObject *unused)
-{
-	(void) unused;
-	pthread_mutex_lock(&h->lock);
-	h->cancelled = true;
-	if (h->sb)
-		(void) nsbox_sandbox_kill(h->sb, SIGKILL);
-	pthread_mutex_unlock(&h->lock);
-	Py_RETURN_NONE;
-}
-
-static PyObject *handle_cancelled(Handle *h, void *unused)
-{
-	(void) unused;
-	pthread_mutex_lock(&h->lock);
-	bool c = h->cancelled;
-	pthread_mutex_unlock(&h->lock);
-	return PyBool_FromLong(c);
-}
-
-static PyMethodDef handle_methods[] = {
-	{ "kill", (PyCFunction) handle_kill, METH_NOARGS, "Kill the sandbox of this run (now or when it starts)." },
-	{ NULL, NULL, 0, NULL },
-};
-
-static PyGetSetDef handle_getset[] = {
-	{ "cancelled", (getter) handle_cancelled, NULL, "kill() was called", NULL },
-	{ NULL, NULL, NULL, NULL, NULL },
-};
-
-static PyTypeObject HandleType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "nsbox._nsbox.Handle",
-	.tp_basicsize = sizeof(Handle),
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "Cancels one run from any thread.",
-	.tp_new = handle_new,
-	.tp_dealloc = (destructor) handle_dealloc,
-	.tp_methods = handle_methods,
-	.tp_getset = handle_getset,
-};
-
-/* ---- running ------------------------------------------------------------ */
-
-typedef struct {
-	PyObject *callback;      /* callable(stream: int, data: bytes) or None */
-	nsbox_sandbox *sb;
-	bool failed;             /* the callback raised: it is not called again */
-	PyObject *exc_type, *exc_value, *exc_tb;
-} output_ctx;
-
-/* Called by the supervisor (GIL released) with each chunk of output. */
-static void on_output(void *userdata, int stream, const char *data, size_t len)
-{
-	output_ctx *c = userdata;
-	if (c->failed)
-		return;
-	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *res = PyObject_CallFunction(c->callback, "iy#", stream, data, (Py_ssize_t) len);
-	if (res) {
-		Py_DECREF(res);
-	} else {
-		/* The caller's code failed: stop the run, raise it afterwards. */
-		c->failed = true;
-		PyErr_Fetch(&c->exc_type, &c->exc_value, &c->exc_tb);
-		(void) nsbox_sandbox_kill(c->sb, SIGKILL);
-	}
-	PyGILState_Release(g);
-}
-
-/* run(policy, settings, argv, files, stdin_fd, on_output, handle, lang)
- *   -> str (the JSON record)
- * files: [(path, bytes, mode)], placed in the sandbox's tmpfs during setup.
- * lang: None, or "python"/"node"/"bash" to classify a failed code run.
- * A failure before the sandbox exists raises Error; one during its setup is
- * a record with status "setup_failed". */
-/* The record as JSON text; r is freed. */
-PyObject *result_json(nsbox_result *r)
-{
-	char *json = NULL;
-	nsbox_error *e = NULL;
-	int rc = nsbox_result_to_json(r, &json, &e);
-	nsbox_result_free(r);
-	if (rc < 0)
-		return raise_error(e, rc);
-	PyObject *ret = PyUnicode_DecodeUTF8(json, (Py_ssize_t) strlen(json), "strict");
-	free(json);
-	return ret;
-}
-
-/* The governor's warnings as Python RuntimeWarnings (-1: one was turned
- * into an exception by the warnings filter). */
-static int warn_governor(const nsbox_governor *g, size_t *shown)
-{
-	const char *w = nsbox_governor_warnings(g);
-	size_t len = w ? strlen(w) : 0;
-	if (len <= *shown)
-		return 0;
-	w += *shown + (*shown > 0);   /* past the newline between warnings */
-	*shown = len;
-	return PyErr_WarnEx(PyExc_RuntimeWarning, w, 1);
-}
-
-static PyObject *py_run(PyObject *self, PyObject *args)
-{
-	PyObject *policy, *settings, *argv, *files, *callback, *handle_obj, *lang;
-	int stdin_fd;
 	(void) self;
-	if (!PyArg_ParseTuple(args, "OOOOiOOO", &policy, &settings, &argv, &files, &stdin_fd, &callback,
-	                      &handle_obj, &lang))
-		return NULL;
-	if (handle_obj != Py_None && !PyObject_TypeCheck(handle_obj, &HandleType))
-		return PyErr_Format(PyExc_TypeError, "handle must be a Handle or None");
-	if (callback != Py_None && !PyCallable_Check(callback))
-		return PyErr_Format(PyExc_TypeError, "on_output must be callable or None");
-	const char *lang_s = NULL;
-	if (lang != Py_None && !(lang_s = PyUnicode_AsUTF8(lang)))
-		return NULL;
-	Handle *h = handle_obj == Py_None ? NULL : (Handle *) handle_obj;
-	if (h) {
-		pthread_mutex_lock(&h->lock);
-		bool used = h->used;
-		h->used = true;
-		pthread_mutex_unlock(&h->lock);
-		if (used)
-			return PyErr_Format(PyExc_ValueError, "a Handle serves one run only");
+	(void) unused;
+	PyObject *list = PyList_New(0);
+	const char *var, *key;
+	for (size_t i = 0; list && nsbox_env_setting(i, &var, &key) == 0; i++) {
+		PyObject *t = Py_BuildValue("(ss)", var, key);
+		if (!t || PyList_Append(list, t) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(t);
 	}
+	return list;
+}
 
-	nsbox_config *cfg = build_config(policy, settings);
-	if (!cfg)
-		return NULL;
-	PyObject *ret = NULL;
-	nsbox_error *e = NULL;
-	int r;
-	/* The command: each argument as UTF-8 text (or bytes, taken as is). */
-	PyObject *aseq = PySequence_Fast(argv, "argv must be a sequence");
-	if (!aseq)
-		goto out;
-	Py_ssize_t argc = PySequence_Fast_GET_SIZE(aseq);
-	const char **av = PyMem_Calloc((size_t) argc + 1, sizeof(char *));
-	if (!av) {
-		Py_DECREF(aseq);
-		PyErr_NoMemory();
-		goto out;
+/* languages() -> [str]: the languages of code runs. */
+static PyObject *py_languages(PyObject *self, PyObject *unused)
+{
+	(void) self;
+	(void) unused;
+	PyObject *list = PyList_New(0);
+	for (const char *const *n = nsbox_code_languages(); list && *n; n++) {
+		PyObject *s = PyUnicode_FromString(*n);
+		if (!s || PyList_Append(list, s) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(s);
 	}
-	for (Py_ssize_t i = 0; i < argc; i++) {
-		PyObject *it = PySequence_Fast_GET_ITEM(aseq, i);
-		av[i] = PyBytes_Check(it) ? PyBytes_AsString(it) : PyUnicode_AsUTF8(it);
-		if (!av[i])
-			break;
-	}
-	r = PyErr_Occurred() ? -1 : nsbox_config_set_command(cfg, (int) argc, av, &e);
-	PyMem_Free(av);
-	Py_DECREF(aseq);
-	if (PyErr_Occurred())
-		goto out;
-	if (r < 0) {
-		raise_error(e, r);
-		goto out;
-	}
-	PyObject *fseq = PySequence_Fast(files, "files must be a sequence");
-	if (!fseq)
-		goto out;
-	for (Py_ssize_t i = 0; r == 0 && i < PySequence_Fast_GET_SIZE(fseq); i++) {
-		const char *path;
-		Py_buffer data;
-		unsigned int mode;
-		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fseq, i), "sy*I", &path, &data, &mode)) {
-			r = -1;
-			break;
-		}
-		r = nsbox_config_add_file(cfg, path, data.buf, (size_t) data.len, mode, &e);
-		PyBuffer_Release(&data);
-	}
-	Py_DECREF(fseq);
-	if (PyErr_Occurred())
-		goto out;
-	if (r < 0) {
-		raise_error(e, r);
-		goto out;
-	}
-
-	/* audit.*, code.*: the audit log opened before the run (fail closed)
-	 * and the import gate for Python code, as nsbox run-code does. The
-	 * code is the first file of a run_code call. */
-	const char *code = NULL;
-	Py_ssize_t code_len = 0;
-	PyObject *code_obj = NULL;
-	if (lang_s && PySequence_Check(files) && PySequence_Size(files) > 0) {
-		PyObject *first = PySequence_GetItem(files, 0);
-		code_obj = first ? PySequence_GetItem(first, 1) : NULL;
-		Py_XDECREF(first);
-		if (!code_obj || PyBytes_AsStringAndSize(code_obj, (char **) &code, &code_len) < 0) {
-			Py_XDECREF(code_obj);
-			goto out;
-		}
-	}
-	nsbox_governor *gov = NULL;
-	nsbox_result *refused = NULL;
-	size_t shown = 0;
-	int gr;
-	Py_BEGIN_ALLOW_THREADS
-	gr = nsbox_governor_begin(cfg, lang_s, code, (size_t) code_len, &gov, &refused, &e);
-	Py_END_ALLOW_THREADS
-	Py_XDECREF(code_obj);
-	if (warn_governor(gov, &shown) < 0) {
-		nsbox_result_free(refused);
-		nsbox_error_free(e);
-		nsbox_governor_free(gov);
-		goto out;
-	}
-	if (gr < 0 && refused) {
-		/* Refused by the import gate: the record says why, as the CLI's. */
-		nsbox_error_free(e);
-		nsbox_governor_free(gov);
-		ret = result_json(refused);
-		goto out;
-	}
-	if (gr < 0) {
-		nsbox_governor_free(gov);
-		raise_error(e, gr);
-		goto out;
-	}
-
-	output_ctx octx = { .callback = callback };
-	nsbox_spawn_options o = {
-		.version = NSBOX_SPAWN_OPTIONS_VERSION,
-		.flags = NSBOX_SPAWN_CAPTURE,
-		.config = cfg,
-		.stdin_fd = stdin_fd,
-		.stdout_fd = -1,
-		.stderr_fd = -1,
-		.signal_fd = -1,
-		.stats_fd = -1,
-		.on_output = callback == Py_None ? NULL : on_output,
-		.output_userdata = &octx,
-	};
-	nsbox_sandbox *sb = NULL;
-	nsbox_result *res = NULL;
-	int waited = 0;
-	bool cancelled = false;
-	Py_BEGIN_ALLOW_THREADS
-	if (h) {
-		pthread_mutex_lock(&h->lock);
-		cancelled = h->cancelled;
-		pthread_mutex_unlock(&h->lock);
-	}
-	/* Cancelled before it started: no sandbox is made at all. */
-	r = cancelled ? -ECANCELED : nsbox_spawn(&o, &sb, &e);
-	if (r == 0) {
-		octx.sb = sb;
-		if (h) {
-			pthread_mutex_lock(&h->lock);
-			h->sb = sb;
-			if (h->cancelled)   /* cancelled while it was being set up */
-				(void) nsbox_sandbox_kill(sb, SIGKILL);
-			pthread_mutex_unlock(&h->lock);
-		}
-		waited = nsbox_sandbox_wait(sb, &res, &e);
-		if (h) {
-			pthread_mutex_lock(&h->lock);
-			h->sb = NULL;
-			pthread_mutex_unlock(&h->lock);
-		}
-		nsbox_sandbox_free(sb);
-	}
-	Py_END_ALLOW_THREADS
-	if (r < 0 && !cancelled) {
-		/* A failed start is a run for the audit log and the artifacts. */
-		nsbox_result *failed = NULL;
-		if (nsbox_result_new_failed(cfg, e, &failed, NULL) == 0) {
-			nsbox_error *ae = NULL;
-			(void) nsbox_governor_end(gov, failed, &ae);
-			nsbox_error_free(ae);
-			nsbox_result_free(failed);
-		}
-	}
-	if (r == 0 && waited == 0 && res) {
-		nsbox_error *ae = NULL;
-		int audited = nsbox_governor_end(gov, res, &ae);
-		if (warn_governor(gov, &shown) < 0 || audited < 0) {
-			nsbox_result_free(res);
-			nsbox_error_free(e);
-			nsbox_governor_free(gov);
-			if (audited < 0 && !PyErr_Occurred())
-				raise_error(ae, audited);
-			else
-				nsbox_error_free(ae);
-			goto out;
-		}
-	}
-	nsbox_governor_free(gov);
-	if (octx.failed) {
-		/* The callback's exception wins over anything else. */
-		nsbox_result_free(res);
-		nsbox_error_free(e);
-		PyErr_Restore(octx.exc_type, octx.exc_value, octx.exc_tb);
-		goto out;
-	}
-	if (cancelled) {
-		PyObject *a = Py_BuildValue("(sis)", "cancel", ECANCELED, "run cancelled before it started");
-		if (a) {
-			PyErr_SetObject(Error, a);
-			Py_DECREF(a);
-		}
-		goto out;
-	}
-	if (r < 0 || waited < 0) {
-		raise_error(e, r < 0 ? r : waited);
-		goto out;
-	}
-	if (lang_s && nsbox_result_classify_code(res, lang_s, &e) < 0) {
-		nsbox_result_free(res);
-		raise_error(e, -EINVAL);
-		goto out;
-	}
-	ret = result_json(res);
-out:
-	nsbox_config_free(cfg);
-	return ret;
+	return list;
 }
 
 /* ---- images, sessions, host check, values --------------------------------- */
@@ -700,6 +382,8 @@ static PyMethodDef methods[] = {
 	{ "validate", py_validate, METH_VARARGS, "Build a configuration; raise Error if refused." },
 	{ "config_yaml", py_config_yaml, METH_VARARGS, "The effective configuration as YAML." },
 	{ "run", py_run, METH_VARARGS, "Run a sandbox; returns the JSON record." },
+	{ "env_settings", py_env_settings, METH_NOARGS, "The NSBOX_* variables and their keys." },
+	{ "languages", py_languages, METH_NOARGS, "The languages of code runs." },
 	{ "images", py_images, METH_NOARGS, "The images this user may run." },
 	{ "check", py_check, METH_NOARGS, "The host check as JSON." },
 	{ "session_list", py_session_list, METH_NOARGS, "Session names." },

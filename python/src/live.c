@@ -1,12 +1,11 @@
-/* _nsbox.Live and _nsbox.Exec: long-lived sandboxes (NSBOX_SPAWN_KEEP) for
- * the Python SDK (nsbox/live.py).
+/* _nsbox.Live and _nsbox.Context: long-lived sandboxes (NSBOX_SPAWN_KEEP)
+ * and their code contexts for the Python SDK (nsbox/live.py).
  *
- * Live(policy, settings) sets the sandbox up (GIL released) and keeps it.
- * exec(argv, env, workdir, timeout_ms, stdin_fd) runs one command with its
- * output captured and returns the JSON record; spawn(...) starts one with
- * the caller's fds for stdout, stderr and fd 3 and returns an Exec, which
- * the caller waits for or kills (code contexts). Several threads may exec at
- * once; close() kills the sandbox, lets the running calls return, frees it. */
+ * Live(policy, settings) sets the sandbox up (GIL released) and keeps it;
+ * exec(...) runs a command or code in it through the SDK's one door
+ * (governed(), run.c). Context(live, lang, name) starts an interpreter in
+ * it; run(...) runs a cell the same way. Several threads may exec at once;
+ * close() kills the sandbox, lets the running calls return, frees it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -19,6 +18,8 @@
 
 #include "pool.h"
 
+typedef struct Context Context;
+
 typedef struct {
 	PyObject_HEAD
 	nsbox_sandbox *sb;
@@ -26,17 +27,22 @@ typedef struct {
 	pthread_cond_t idle;
 	unsigned busy;          /* calls using sb */
 	bool closing;
+	Context *contexts;      /* open ones: stopped before the sandbox goes */
 } Live;
 
-typedef struct {
+struct Context {
 	PyObject_HEAD
-	Live *live;             /* a reference: the sandbox outlives its execs */
-	nsbox_sandbox *ex;
-	bool waited;
+	Live *live;             /* a reference: the sandbox outlives its contexts */
+	nsbox_context *ctx;
 	pthread_mutex_t lock;
-} Exec;
+	unsigned busy;          /* cells and restarts in flight */
+	pthread_cond_t idle;
+	Context *next;          /* in live->contexts, under live->lock */
+};
 
-static PyTypeObject ExecType;
+static void context_shut(Context *c);
+
+static PyTypeObject ContextType;
 
 /* Take the sandbox for one call; false (exception set) once it is closed. */
 static bool enter(Live *l)
@@ -115,6 +121,15 @@ static void live_shut(Live *l)
 		return;
 	}
 	l->closing = true;
+	/* Its contexts first: each stops its interpreter, an exec of this
+	 * sandbox that must end before the sandbox is freed. */
+	while (l->contexts) {
+		Context *c = l->contexts;
+		l->contexts = c->next;
+		pthread_mutex_unlock(&l->lock);
+		context_shut(c);
+		pthread_mutex_lock(&l->lock);
+	}
 	(void) nsbox_sandbox_kill(l->sb, SIGKILL);
 	while (l->busy)
 		pthread_cond_wait(&l->idle, &l->lock);
@@ -145,166 +160,66 @@ static void live_dealloc(Live *l)
 	Py_TYPE(l)->tp_free((PyObject *) l);
 }
 
-/* A NULL-terminated array of UTF-8 strings (bytes as they are), or NULL
- * with an exception; None gives *out NULL. */
-static int strings(PyObject *seq_obj, const char ***out)
-{
-	*out = NULL;
-	if (seq_obj == Py_None)
-		return 0;
-	PyObject *seq = PySequence_Fast(seq_obj, "expected a sequence of strings");
-	if (!seq)
-		return -1;
-	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-	const char **v = PyMem_Calloc((size_t) n + 1, sizeof(char *));
-	if (!v) {
-		Py_DECREF(seq);
-		PyErr_NoMemory();
-		return -1;
-	}
-	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
-		v[i] = PyBytes_Check(it) ? PyBytes_AsString(it) : PyUnicode_AsUTF8(it);
-		if (!v[i]) {
-			PyMem_Free(v);
-			Py_DECREF(seq);
-			return -1;
-		}
-	}
-	/* The strings live in the sequence's items, which live as long as
-	 * the caller's arguments. */
-	Py_DECREF(seq);
-	*out = v;
-	return 0;
-}
-
-typedef struct {
-	PyObject *argv, *env, *workdir;
-	unsigned long long timeout_ms;
-	int stdin_fd, stdout_fd, stderr_fd, fd3;
-} exec_args;
-
-static int exec_options(exec_args *a, nsbox_exec_options *o, const char ***av, const char ***ev)
-{
-	if (strings(a->argv, av) < 0)
-		return -1;
-	if (!*av || !(*av)[0]) {
-		PyMem_Free(*av);
-		PyErr_SetString(PyExc_ValueError, "argv must not be empty");
-		return -1;
-	}
-	if (strings(a->env, ev) < 0) {
-		PyMem_Free(*av);
-		return -1;
-	}
-	const char *wd = NULL;
-	if (a->workdir != Py_None && !(wd = PyUnicode_AsUTF8(a->workdir))) {
-		PyMem_Free(*av);
-		PyMem_Free(*ev);
-		return -1;
-	}
-	*o = (nsbox_exec_options){
-		.version = NSBOX_EXEC_OPTIONS_VERSION,
-		.argv = *av,
-		.envp = *ev,
-		.workdir = wd,
-		.stdin_fd = a->stdin_fd,
-		.stdout_fd = a->stdout_fd,
-		.stderr_fd = a->stderr_fd,
-		.fd3 = a->fd3,
-		.timeout_ms = a->timeout_ms,
-		.signal_fd = -1,
-	};
-	return 0;
-}
-
-/* exec(argv, env, workdir, timeout_ms, stdin_fd) -> JSON record */
+/* exec(argv, code, lang, env, workdir, timeout_ms, stdin_fd, on_output,
+ *      handle) -> JSON record: a command (argv) or code in `lang`. */
 static PyObject *live_exec(Live *l, PyObject *args)
 {
-	exec_args a = { .stdout_fd = -1, .stderr_fd = -1, .fd3 = -1 };
-	if (!PyArg_ParseTuple(args, "OOOKi", &a.argv, &a.env, &a.workdir, &a.timeout_ms, &a.stdin_fd))
+	PyObject *argv, *env, *workdir, *callback, *handle;
+	Py_buffer code = { 0 };
+	const char *lang = NULL;
+	unsigned long long timeout_ms;
+	int stdin_fd;
+	if (!PyArg_ParseTuple(args, "Oz*zOOKiOO", &argv, &code, &lang, &env, &workdir, &timeout_ms, &stdin_fd,
+	                      &callback, &handle))
 		return NULL;
-	nsbox_exec_options o;
+	PyObject *ret = NULL;
 	const char **av = NULL, **ev = NULL;
-	if (exec_options(&a, &o, &av, &ev) < 0)
-		return NULL;
-	o.flags = NSBOX_SPAWN_CAPTURE;
-	if (!enter(l)) {
-		PyMem_Free(av);
-		PyMem_Free(ev);
-		return NULL;
-	}
-	nsbox_sandbox *ex = NULL;
-	nsbox_result *res = NULL;
-	nsbox_error *e = NULL;
-	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = nsbox_sandbox_exec(l->sb, &o, &ex, &e);
-	if (r == 0)
-		r = nsbox_sandbox_wait(ex, &res, &e);
-	nsbox_sandbox_free(ex);
-	Py_END_ALLOW_THREADS
+	const char *wd = NULL;
+	if ((argv != Py_None && strings(argv, &av) < 0) || (env != Py_None && strings(env, &ev) < 0) ||
+	    (workdir != Py_None && !(wd = PyUnicode_AsUTF8(workdir))))
+		goto out;
+	if (!enter(l))
+		goto out;
+	nsbox_run_options o = {
+		.version = NSBOX_RUN_OPTIONS_VERSION,
+		.flags = NSBOX_SPAWN_CAPTURE,
+		.sandbox = l->sb,
+		.argv = av,
+		.lang = lang,
+		.code = code.buf,
+		.code_len = (size_t) code.len,
+		.envp = ev,
+		.workdir = wd,
+		.timeout_ms = timeout_ms,
+		.stdin_fd = stdin_fd,
+		.stdout_fd = -1,
+		.stderr_fd = -1,
+		.signal_fd = -1,
+		.stats_fd = -1,
+	};
+	ret = governed(&o, handle, callback);
 	leave(l);
+out:
 	PyMem_Free(av);
 	PyMem_Free(ev);
-	if (r < 0)
-		return raise_error(e, r);
-	return result_json(res);
-}
-
-/* spawn(argv, env, workdir, timeout_ms, stdin_fd, stdout_fd, stderr_fd, fd3) -> Exec */
-static PyObject *live_spawn(Live *l, PyObject *args)
-{
-	exec_args a = { 0 };
-	if (!PyArg_ParseTuple(args, "OOOKiiii", &a.argv, &a.env, &a.workdir, &a.timeout_ms, &a.stdin_fd,
-	                      &a.stdout_fd, &a.stderr_fd, &a.fd3))
-		return NULL;
-	nsbox_exec_options o;
-	const char **av = NULL, **ev = NULL;
-	if (exec_options(&a, &o, &av, &ev) < 0)
-		return NULL;
-	Exec *x = PyObject_New(Exec, &ExecType);
-	if (x) {
-		x->live = NULL;
-		x->ex = NULL;
-		x->waited = false;
-		pthread_mutex_init(&x->lock, NULL);
-	}
-	if (!x || !enter(l)) {
-		Py_XDECREF(x);
-		PyMem_Free(av);
-		PyMem_Free(ev);
-		return NULL;
-	}
-	Py_INCREF(l);
-	x->live = l;
-	nsbox_error *e = NULL;
-	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = nsbox_sandbox_exec(l->sb, &o, &x->ex, &e);
-	Py_END_ALLOW_THREADS
-	PyMem_Free(av);
-	PyMem_Free(ev);
-	if (r < 0) {
-		Py_DECREF(x);   /* leaves the sandbox */
-		return raise_error(e, r);
-	}
-	return (PyObject *) x;
+	if (code.obj)
+		PyBuffer_Release(&code);
+	return ret;
 }
 
 static PyObject *live_id(Live *l, void *unused)
 {
 	(void) unused;
+	pthread_mutex_lock(&l->lock);
 	const char *id = l->sb ? nsbox_sandbox_id(l->sb) : NULL;
-	if (!id)
-		Py_RETURN_NONE;
-	return PyUnicode_FromString(id);
+	PyObject *r = id ? PyUnicode_FromString(id) : (Py_INCREF(Py_None), Py_None);
+	pthread_mutex_unlock(&l->lock);
+	return r;
 }
 
 static PyMethodDef live_methods[] = {
-	{ "exec", (PyCFunction) live_exec, METH_VARARGS, "Run a command in the sandbox; the JSON record." },
-	{ "spawn", (PyCFunction) live_spawn, METH_VARARGS, "Start a command with the caller's fds; an Exec." },
-	{ "close", (PyCFunction) live_close, METH_NOARGS, "Kill the sandbox and free it." },
+	{ "exec", (PyCFunction) live_exec, METH_VARARGS, "Run a command or code in the sandbox; the JSON record." },
+	{ "close", (PyCFunction) live_close, METH_NOARGS, "End the sandbox." },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -325,94 +240,206 @@ static PyTypeObject LiveType = {
 	.tp_getset = live_getset,
 };
 
-/* ---- Exec --------------------------------------------------------------- */
+/* ---- contexts ------------------------------------------------------------------ */
 
-static void exec_dealloc(Exec *x)
+static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	if (x->live) {
-		Py_BEGIN_ALLOW_THREADS
-		nsbox_sandbox_free(x->ex);   /* kills it if it still runs */
-		Py_END_ALLOW_THREADS
-		leave(x->live);
-		Py_DECREF(x->live);
-	}
-	pthread_mutex_destroy(&x->lock);
-	PyObject_Free(x);
-}
-
-/* kill(sig): -ESRCH after the end is not an error. */
-static PyObject *exec_kill(Exec *x, PyObject *args)
-{
-	int sig;
-	if (!PyArg_ParseTuple(args, "i", &sig))
+	PyObject *live;
+	const char *lang, *name = NULL;
+	(void) kw;
+	if (!PyArg_ParseTuple(args, "O!s|z", &LiveType, &live, &lang, &name))
 		return NULL;
-	int r = x->ex ? nsbox_sandbox_kill(x->ex, sig) : -ESRCH;
-	if (r < 0 && r != -ESRCH)
-		return raise_error(NULL, r);
-	return PyBool_FromLong(r == 0);
-}
-
-/* wait() -> JSON record (once). */
-static PyObject *exec_wait(Exec *x, PyObject *unused)
-{
-	(void) unused;
-	pthread_mutex_lock(&x->lock);
-	bool waited = x->waited;
-	x->waited = true;
-	pthread_mutex_unlock(&x->lock);
-	if (waited)
-		return PyErr_Format(PyExc_ValueError, "already waited for");
-	nsbox_result *res = NULL;
+	Live *l = (Live *) live;
+	if (!enter(l))
+		return NULL;
+	Context *c = (Context *) type->tp_alloc(type, 0);
+	if (!c) {
+		leave(l);
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->idle, NULL);
+	Py_INCREF(live);
+	c->live = l;
 	nsbox_error *e = NULL;
 	int r;
 	Py_BEGIN_ALLOW_THREADS
-	r = nsbox_sandbox_wait(x->ex, &res, &e);
+	r = nsbox_context_new(l->sb, lang, name, &c->ctx, &e);
 	Py_END_ALLOW_THREADS
-	if (r < 0)
+	if (r == 0) {
+		pthread_mutex_lock(&l->lock);
+		c->next = l->contexts;
+		l->contexts = c;
+		pthread_mutex_unlock(&l->lock);
+	}
+	leave(l);
+	if (r < 0) {
+		Py_DECREF(c);
 		return raise_error(e, r);
-	return result_json(res);
+	}
+	return (PyObject *) c;
 }
 
-static PyObject *exec_pidfd(Exec *x, void *unused)
+/* A context call holds both the context and its sandbox. */
+static bool context_enter(Context *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool ok = c->ctx != NULL;
+	if (ok)
+		c->busy++;
+	pthread_mutex_unlock(&c->lock);
+	if (!ok) {
+		PyErr_SetString(PyExc_ValueError, "the context is closed");
+		return false;
+	}
+	if (!enter(c->live)) {
+		pthread_mutex_lock(&c->lock);
+		if (--c->busy == 0)
+			pthread_cond_broadcast(&c->idle);
+		pthread_mutex_unlock(&c->lock);
+		return false;
+	}
+	return true;
+}
+
+static void context_leave(Context *c)
+{
+	leave(c->live);
+	pthread_mutex_lock(&c->lock);
+	if (--c->busy == 0)
+		pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* run(code, timeout_ms, on_output, handle) -> JSON record of the cell */
+static PyObject *context_run(Context *c, PyObject *args)
+{
+	Py_buffer code;
+	unsigned long long timeout_ms;
+	PyObject *callback, *handle;
+	if (!PyArg_ParseTuple(args, "s*KOO", &code, &timeout_ms, &callback, &handle))
+		return NULL;
+	PyObject *ret = NULL;
+	if (context_enter(c)) {
+		nsbox_run_options o = {
+			.version = NSBOX_RUN_OPTIONS_VERSION,
+			.flags = NSBOX_SPAWN_CAPTURE,
+			.context = c->ctx,
+			.code = code.buf,
+			.code_len = (size_t) code.len,
+			.timeout_ms = timeout_ms,
+			.stdin_fd = -1,
+			.stdout_fd = -1,
+			.stderr_fd = -1,
+			.signal_fd = -1,
+			.stats_fd = -1,
+		};
+		ret = governed(&o, handle, callback);
+		context_leave(c);
+	}
+	PyBuffer_Release(&code);
+	return ret;
+}
+
+static PyObject *context_restart(Context *c, PyObject *unused)
 {
 	(void) unused;
-	return PyLong_FromLong(x->ex ? nsbox_sandbox_pidfd(x->ex) : -1);
+	if (!context_enter(c))
+		return NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_context_restart(c->ctx, &e);
+	Py_END_ALLOW_THREADS
+	context_leave(c);
+	if (r < 0)
+		return raise_error(e, r);
+	Py_RETURN_NONE;
 }
 
-static PyMethodDef exec_methods[] = {
-	{ "kill", (PyCFunction) exec_kill, METH_VARARGS, "Signal the command (SIGKILL ends all it started)." },
-	{ "wait", (PyCFunction) exec_wait, METH_NOARGS, "Wait for the command; the JSON record." },
+static PyObject *context_interrupt(Context *c, PyObject *unused)
+{
+	(void) unused;
+	pthread_mutex_lock(&c->lock);
+	if (c->ctx)
+		nsbox_context_interrupt(c->ctx);
+	pthread_mutex_unlock(&c->lock);
+	Py_RETURN_NONE;
+}
+
+/* Stop the interpreter once no call uses it; idempotent. */
+static void context_shut(Context *c)
+{
+	Live *l = c->live;
+	pthread_mutex_lock(&l->lock);
+	for (Context **p = &l->contexts; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&l->lock);
+	pthread_mutex_lock(&c->lock);
+	nsbox_context *ctx = c->ctx;
+	c->ctx = NULL;
+	if (ctx)
+		nsbox_context_interrupt(ctx);
+	while (c->busy)
+		pthread_cond_wait(&c->idle, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	nsbox_context_free(ctx);
+}
+
+static PyObject *context_close(Context *c, PyObject *unused)
+{
+	(void) unused;
+	Py_BEGIN_ALLOW_THREADS
+	context_shut(c);
+	Py_END_ALLOW_THREADS
+	Py_RETURN_NONE;
+}
+
+static void context_dealloc(Context *c)
+{
+	if (c->live) {
+		context_shut(c);
+		Py_DECREF(c->live);
+	}
+	pthread_cond_destroy(&c->idle);
+	pthread_mutex_destroy(&c->lock);
+	Py_TYPE(c)->tp_free((PyObject *) c);
+}
+
+static PyMethodDef context_methods[] = {
+	{ "run", (PyCFunction) context_run, METH_VARARGS, "Run a cell; the JSON record." },
+	{ "restart", (PyCFunction) context_restart, METH_NOARGS, "A fresh interpreter." },
+	{ "interrupt", (PyCFunction) context_interrupt, METH_NOARGS, "Interrupt the running cell." },
+	{ "close", (PyCFunction) context_close, METH_NOARGS, "Stop the interpreter." },
 	{ NULL, NULL, 0, NULL },
 };
 
-static PyGetSetDef exec_getset[] = {
-	{ "pidfd", (getter) exec_pidfd, NULL, "readable once the command and all it started are gone", NULL },
-	{ NULL, NULL, NULL, NULL, NULL },
-};
-
-static PyTypeObject ExecType = {
+static PyTypeObject ContextType = {
 	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "nsbox._nsbox.Exec",
-	.tp_basicsize = sizeof(Exec),
+	.tp_name = "nsbox._nsbox.Context",
+	.tp_basicsize = sizeof(Context),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "One command running in a long-lived sandbox.",
-	.tp_dealloc = (destructor) exec_dealloc,
-	.tp_methods = exec_methods,
-	.tp_getset = exec_getset,
+	.tp_doc = "A code context in a long-lived sandbox.",
+	.tp_new = context_new,
+	.tp_dealloc = (destructor) context_dealloc,
+	.tp_methods = context_methods,
 };
 
 int live_types_add(PyObject *m)
 {
-	if (PyType_Ready(&LiveType) < 0 || PyType_Ready(&ExecType) < 0)
+	if (PyType_Ready(&LiveType) < 0 || PyType_Ready(&ContextType) < 0)
 		return -1;
 	Py_INCREF(&LiveType);
 	if (PyModule_AddObject(m, "Live", (PyObject *) &LiveType) < 0) {
 		Py_DECREF(&LiveType);
 		return -1;
 	}
-	Py_INCREF(&ExecType);
-	if (PyModule_AddObject(m, "Exec", (PyObject *) &ExecType) < 0) {
-		Py_DECREF(&ExecType);
+	Py_INCREF(&ContextType);
+	if (PyModule_AddObject(m, "Context", (PyObject *) &ContextType) < 0) {
+		Py_DECREF(&ContextType);
 		return -1;
 	}
 	return 0;

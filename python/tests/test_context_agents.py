@@ -1,4 +1,4 @@
-"""The code-context agents (nsbox/contexts/agent.py and agent.js), each a real
+"""The code-context agents (src/lib/code/agents/context_python.py and context_node.js), each a real
 interpreter started as the host starts it (`python3 -I -u -c TEXT`, `node -e
 TEXT`, fd 0 /dev/null, fd 1/2 pipes, fd 3 a socket), driven over the framed
 JSON protocol of docs/contexts-protocol.md. Every reply is checked together
@@ -22,7 +22,10 @@ import time
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-AGENTS = os.path.join(os.path.dirname(HERE), "nsbox", "contexts")
+# The agents are the library's (src/lib/code/agents/), embedded at build
+# time; python.test copies them beside the package.
+AGENTS = os.environ.get("NSBOX_TEST_AGENTS") or os.path.join(os.path.dirname(os.path.dirname(HERE)), "src", "lib",
+                                                              "code", "agents")
 LIMIT = 16 << 20
 WAIT = 60  # a bound against a hang, never a measure
 # The interpreter the Python agent runs on (another one: to check 3.9+).
@@ -151,7 +154,7 @@ class Agent:
 # Per language: how to start it and the cells that say the same thing.
 LANGS = {
     "python": dict(
-        argv=lambda: [PYTHON, "-I", "-u", "-c", _source("agent.py")],
+        argv=lambda: [PYTHON, "-I", "-u", "-c", _source("context_python.py")],
         version=lambda: subprocess.run([PYTHON, "-c", "import platform; print(platform.python_version())"],
                                        capture_output=True, text=True, check=True).stdout.strip(),
         set="x = 21", use="print(x * 2)", last="x * 2", last_none="None", last_str="'a' + 'b'",
@@ -165,7 +168,7 @@ LANGS = {
         child_fd3="import os\n_ = os.system('readlink /proc/$$/fd/3 || echo closed')",
     ),
     "node": dict(
-        argv=lambda: [*_node(), "-e", _source("agent.js")],
+        argv=lambda: [*_node(), "-e", _source("context_node.js")],
         version=lambda: subprocess.run([*_node(), "-p", "process.versions.node"], capture_output=True,
                                        text=True, check=True).stdout.strip(),
         set="var x = 21", use="console.log(x * 2)", last="x * 2", last_none="undefined",

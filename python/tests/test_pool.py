@@ -2,6 +2,7 @@
 to the code from a cold Sandbox.run_code; limits count from the code's start;
 refill under a burst; nothing left behind after close or the owner's SIGKILL."""
 import concurrent.futures
+import json
 import os
 import signal
 import subprocess
@@ -207,15 +208,23 @@ def test_pool_refuses_what_it_cannot_warm(rootfs, tmp_path):
         nsbox.Pool(nsbox.Sandbox(rootfs=rootfs, workspace=str(tmp_path)))
 
 
-@pytest.mark.parametrize("settings", [{"audit.log": "LOG"}, {"audit.artifacts": "ART"},
-                                      {"code.import_gate": "warn"}])
-def test_pool_refuses_a_policy_it_would_not_honour(rootfs, tmp_path, settings):
-    # Pooled runs do not pass through the audit log, artifacts or import
-    # gate yet: no pool, rather than runs that skip them.
-    settings = {k: str(tmp_path / v) if v.isupper() else v for k, v in settings.items()}
-    with pytest.raises(ValueError, match="does not yet audit"):
-        nsbox.Pool(nsbox.Sandbox(rootfs=rootfs, settings=settings))
-    assert not (tmp_path / "LOG").exists()
+def test_pooled_runs_are_governed(default_image, tmp_path):
+    # The pool's runs pass through the same governance as every run: the
+    # audit line, the artifacts, the import gate (no door skips it).
+    log, art = tmp_path / "audit.jsonl", tmp_path / "art"
+    settings = {"audit.log": str(log), "audit.artifacts": str(art), "code.import_gate": "block",
+                "code.blocked_imports": "socket"}
+    with nsbox.Pool(nsbox.Sandbox(image=default_image, settings=settings), size=1) as pool:
+        r = pool.run_code("print(1)")
+        assert r.ok and r.record["pool"]["warm"], r.stderr
+        with pytest.raises(nsbox.SandboxError, match="blocked import: socket") as ei:
+            pool.run_code("import socket")
+    refused = ei.value.record
+    assert refused["status"] == "setup_failed" and refused["code"]["blocked_imports"] == ["socket"]
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["id"] for x in lines] == [refused["id"], r.id] or [x["id"] for x in lines] == [r.id, refused["id"]]
+    assert sorted(os.listdir(art)) and len(os.listdir(art)) == 2
+    assert r.record["code"]["import_gate"] == "block"
 
 
 def test_a_failing_setup_is_reported(rootfs):
