@@ -44,7 +44,7 @@ void nsbox_error_free(nsbox_error *e);
 
 typedef struct nsbox_config nsbox_config;
 
-/* A configuration holding the built-in defaults (PRODUCT.md). */
+/* A configuration holding the built-in defaults (nsbox(1), nsbox-policy(5)). */
 int nsbox_config_new(nsbox_config **out, nsbox_error **err);
 void nsbox_config_free(nsbox_config *cfg);
 
@@ -356,7 +356,7 @@ double nsbox_result_duration_ms(const nsbox_result *r);
  * "python", "node" or "bash". Needs captured output for the details. */
 int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **err);
 
-/* The result record as one line of JSON (PRODUCT.md); *out is malloc'ed. */
+/* The result record as one line of JSON (docs/result.schema.json, nsbox(1) RESULT RECORD); *out is malloc'ed. */
 int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err);
 
 /* ---- artifacts --------------------------------------------------------- */

@@ -180,7 +180,7 @@ START_TEST(test_docker_profile)
 	const char *path = getenv("NSBOX_DOCKER_PROFILE");
 	char buf[4096];
 	if (!path) {
-		snprintf(buf, sizeof(buf), "%s/../shared/data/docker-default-seccomp.json", TOP_SRCDIR);
+		snprintf(buf, sizeof(buf), "%s/tests/data/docker-default-seccomp.json", TOP_SRCDIR);
 		path = buf;
 	}
 	FILE *f = fopen(path, "r");

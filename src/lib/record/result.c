@@ -1,4 +1,4 @@
-/* The result of a run and its JSON record (PRODUCT.md). */
+/* The result of a run and its JSON record (docs/result.schema.json). */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* Rendering the result record as one line of JSON (PRODUCT.md). */
+/* Rendering the result record as one line of JSON (docs/result.schema.json). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
