@@ -32,6 +32,7 @@ from celery import Celery, signals
 
 from .errors import SandboxError
 from .host import check
+from .result import Result
 from .sandbox import LANGUAGES, Sandbox
 
 __all__ = ["app", "run_code", "run", "Refused", "worker_sandbox", "ceiling"]
@@ -266,11 +267,16 @@ def _execute(task: Any, kind: str, what: Any, language: str, kw: Dict[str, Any])
     except SandboxError as e:
         if e.step in ("config", "policy"):
             raise Refused("not accepted by nsbox: %s" % e.message) from None
+        if e.step == "import_gate" and e.record is not None:
+            # The policy's answer (the import gate refused the code), the
+            # same record every door gives: a result, never retried.
+            r = Result(e.record)
         # Nothing ran: another worker may manage.
-        if task.request.retries >= MAX_RETRIES:
+        elif task.request.retries >= MAX_RETRIES:
             raise
-        kw = dict(kw, _failed_on=failed + [node])
-        raise task.retry(kwargs=kw, exc=e, countdown=HOP_DELAY, max_retries=MAX_RETRIES)
+        else:
+            kw = dict(kw, _failed_on=failed + [node])
+            raise task.retry(kwargs=kw, exc=e, countdown=HOP_DELAY, max_retries=MAX_RETRIES)
     finished = time.time()
     rec = dict(r.record)
     rec.update(worker=node, host=socket.gethostname(), started_at=started, finished_at=finished,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "code/code_error.h"
 #include "sandbox/sandbox.h"
 #include "base/units.h"
 
@@ -127,26 +128,33 @@ int nsbox_result_classify_code(nsbox_result *r, const char *lang, nsbox_error **
 				const char *v = text ? strstr(text, "\nNode.js v") : NULL;
 				last_line(text ? text : "", v ? (size_t) (v - text) : 0, detail, sizeof(detail));
 			}
-			/* The process limit is the likeliest cause when it was hit:
-			 * say so first, the code's own last words after. */
-			const char *limit = r->pids_limit_hit ? " (the process limit was reached)" : "";
-			if (r->pids_limit_hit)
-				kind = "pids_limit";
 			if (*detail)
-				snprintf(message, sizeof(message), "Execution failed%s: %s", limit, detail);
+				snprintf(message, sizeof(message), "Execution failed: %s", detail);
 			else
-				snprintf(message, sizeof(message), "Execution failed%s with exit code %d", limit, r->exit_code);
+				snprintf(message, sizeof(message), "Execution failed with exit code %d", r->exit_code);
 		}
 	} else {
 		return 0;   /* success */
 	}
+	return code_error_set(r, kind, message) < 0 ? nsbox_err(err, ENOMEM, "code", "classify") : 0;
+}
+
+int code_error_set(nsbox_result *r, const char *kind, const char *message)
+{
+	/* The process limit is the likeliest cause of a failure when it was
+	 * hit: said first, the code's own last words after. */
+	static const char failed[] = "Execution failed";
+	bool limit = r->pids_limit_hit && !strcmp(kind, "runtime_error") && !strncmp(message, failed, sizeof(failed) - 1);
 	nsbox_error *e = NULL;
-	(void) nsbox_err(&e, 0, "code", "%s", message);
+	if (limit)
+		(void) nsbox_err(&e, 0, "code", "%s (the process limit was reached)%s", failed, message + sizeof(failed) - 1);
+	else
+		(void) nsbox_err(&e, 0, "code", "%s", message);
 	if (!e)
-		return nsbox_err(err, ENOMEM, "code", "classify");
+		return -ENOMEM;
 	nsbox_error_free(r->error);
 	r->error = e;
 	r->code_error = true;
-	r->error_kind = kind;
+	r->error_kind = limit ? "pids_limit" : kind;
 	return 0;
 }

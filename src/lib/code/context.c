@@ -26,6 +26,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "code/code_error.h"
 #include "code/context.h"
 #include "code/lang.h"
 #include "config/conf.h"
@@ -520,11 +521,8 @@ static nsbox_result *cell_record(const nsbox_context *c, unsigned cell, bool res
 		r->out[i] = capture_text(&caps[i], &r->out_len[i], &r->out_truncated[i]);
 		r->out_bytes[i] = caps[i].total;
 	}
-	if (e->kind) {
-		(void) nsbox_err(&r->error, 0, "code", "%s", e->message);
-		r->code_error = true;
-		r->error_kind = e->kind;
-	}
+	if (e->kind)
+		(void) code_error_set(r, e->kind, e->message);
 	return r;
 }
 

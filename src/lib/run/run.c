@@ -228,6 +228,18 @@ static const nsbox_config *record_config(const run *r)
 	return r->own ? r->own : r->t == T_FRESH ? r->o->config : r->gov_cfg;
 }
 
+/* Where a run that never started would have run: the long-lived sandbox,
+ * the context. */
+static void failed_record_decorate(const run *r, nsbox_result *res)
+{
+	const char *id = r->t == T_EXEC ? nsbox_sandbox_id(r->o->sandbox)
+	                 : r->t == T_CELL ? context_sandbox_id(r->o->context) : NULL;
+	if (id)
+		snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", id);
+	if (r->t == T_CELL)
+		context_describe(r->o->context, res);
+}
+
 /* A record for a run that never started: why, in the record's own form. */
 static nsbox_result *failed_record(const run *r, const nsbox_error *why)
 {
@@ -242,12 +254,7 @@ static nsbox_result *failed_record(const run *r, const nsbox_error *why)
 		res->out[0] = strdup("");
 		res->out[1] = strdup("");
 	}
-	const char *id = r->t == T_EXEC ? nsbox_sandbox_id(r->o->sandbox)
-	                 : r->t == T_CELL ? context_sandbox_id(r->o->context) : NULL;
-	if (id)
-		snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", id);
-	if (r->t == T_CELL)
-		context_describe(r->o->context, res);
+	failed_record_decorate(r, res);
 	return res;
 }
 
@@ -477,14 +484,8 @@ int nsbox_run(const nsbox_run_options *o, nsbox_result **out, nsbox_error **err)
 	governor_warnings(&r);
 	if (rc < 0 && res) {
 		/* Refused by the import gate: the record says why, and the
-		 * governor has already audited and kept it. */
-		if (r.t == T_EXEC || r.t == T_CELL) {
-			nsbox_result *f = failed_record(&r, e);
-			if (f) {
-				nsbox_result_free(res);
-				res = f;
-			}
-		}
+		 * governor has already audited and kept it (under its id). */
+		failed_record_decorate(&r, res);
 		nsbox_error_free(e);
 		*out = res;
 		run_free(&r);

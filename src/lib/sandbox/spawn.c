@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -161,6 +162,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 
 	int child_stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 };
 	int sv[2] = { -1, -1 };
+	bool undumpable = false;
 	int r = plan_build(o->config, &sb->plan, err);
 	if (r == 0) {
 		sb->plan->trace = sb->trace;
@@ -192,6 +194,14 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		args.unshare_cgroupns = true;
 	}
 	bool in_cgroup = false;
+	/* The child's /proc files are its owner's only while it is dumpable,
+	 * and it inherits our flag: a non-dumpable caller (a monitor, a CLI
+	 * that made itself so) is dumpable until the id maps are written and
+	 * the network helper has joined, or a rootless parent could write no
+	 * map. The flag is the process's; it is put back below. */
+	undumpable = sb->plan->rootless && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0;
+	if (undumpable)
+		(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	coverage_sandbox_prepare(sb->plan);
 	pid_t pid = clone_sandbox(flags, sb->cg && sb->cg->driver == CG_V2 ? sb->cg->dirfd : -1,
 	                          &sb->pidfd, &in_cgroup);
@@ -317,10 +327,14 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		if (r < 0)
 			goto fail;
 	}
+	if (undumpable)
+		(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	trace_mark(sb->trace, TR_SPAWNED);
 	*out = sb;
 	return 0;
 fail:
+	if (undumpable)
+		(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	close_fds(close_after, ARRAY_SIZE(close_after));
 	close_fds(sv, 2);
 	nsbox_sandbox_free(sb);
