@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct setting {
 	const char *key;      /* a policy key for nsbox_config_set */
@@ -53,6 +54,10 @@ int parse_code_args(int argc, char **argv, char **env, run_args *a, char *errbuf
 void run_args_free(run_args *a);
 /* Does this `nsbox run` option take a value in the next argument? */
 bool run_option_takes_value(const char *arg);
-extern const char run_usage[];
+/* The run options' table (opts.h), and the --help of run and run-code. */
+struct opt_def;
+const struct opt_def *run_option_table(void);
+void run_help(FILE *f);
+void run_code_help(FILE *f);
 
 #endif

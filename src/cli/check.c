@@ -4,22 +4,35 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
+
+enum { C_JSON = 1, C_HELP };
+static const opt_def check_opts[] = {
+	{ "json", 0, NULL, C_JSON, "the report as one JSON object", NULL },
+	{ "help", 'h', NULL, C_HELP, "print this help", NULL },
+	{ 0 },
+};
 
 int cmd_check(int argc, char **argv)
 {
 	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+	opt_state os;
+	opt_init(&os, check_opts, argc, argv, false);
+	const char *v;
+	const opt_def *d;
+	char err[256];
+	for (int c; (c = opt_next(&os, &v, &d, err, sizeof(err))) != OPT_DONE;) {
+		if (c == C_JSON) {
 			json = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		} else if (c == C_HELP) {
 			fputs("Usage: nsbox check [--json]\n\n"
 			      "Report what isolation and limits work on this host, with a remedy for what\n"
-			      "does not. Exits 0 when a default run can work here, 1 otherwise.\n\n"
-			      "      --json  the report as one JSON object\n"
-			      "  -h, --help  print this help\n", stdout);
+			      "does not. Exits 0 when a default run can work here, 1 otherwise.\n\n", stdout);
+			opt_help(stdout, check_opts);
 			return 0;
 		} else {
-			print_msg("check: unknown argument '%s' (usage: nsbox check [--json])", argv[i]);
+			print_msg("check: %s (usage: nsbox check [--json])",
+			          c == OPT_OPERAND ? "unexpected argument" : err);
 			return EXIT_SETUP;
 		}
 	}

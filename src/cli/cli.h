@@ -25,7 +25,6 @@ typedef struct run_extra {
 	size_t len;
 	const char *lang;
 } run_extra;
-extern const char run_code_usage[];
 
 /* The run command, or with extras run-code's (argv[0] is "run"). */
 int run_with(int argc, char **argv, const run_extra *extra);

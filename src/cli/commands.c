@@ -1,33 +1,12 @@
 /* Dispatch and the small subcommands (version, policy show). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-static const char usage[] =
-	"Usage: nsbox COMMAND [OPTIONS]\n"
-	"\n"
-	"  run [OPTIONS] [--] COMMAND [ARG...]   run a command in a fresh sandbox\n"
-	"  run-code --lang python|node|bash (-c CODE | FILE | -) [OPTIONS]\n"
-	"                                        run a code snippet in a fresh sandbox\n"
-	"  start [--name NAME] [--idle-timeout D] [--lifetime D] [RUN OPTIONS]\n"
-	"                                        start a long-lived sandbox, print its name\n"
-	"  exec NAME [--json] [--timeout D] [-i] [-w DIR] [--] COMMAND [ARG...]\n"
-	"                                        run a command in a started sandbox\n"
-	"  ps [--json] | stop NAME               list the started sandboxes | end one\n"
-	"  mcp [RUN OPTIONS]                     serve run_code/run_command to an MCP client on stdio\n"
-	"  image build [NAME] | ls | rm NAME     build (root) and manage root filesystem images\n"
-	"  session ls | changes NAME | diff NAME | apply NAME [PATH...] | discard NAME\n"
-	"                                        review and apply the workspace changes a run kept\n"
-	"  check [--json]                        what isolation and limits work here, with remedies\n"
-	"  policy show [--policy FILE]           print the effective configuration as YAML\n"
-	"  version                               print the version\n"
-	"\n"
-	"'nsbox run --help' lists the run options; nsbox(1) has the details.\n";
+#include "opts.h"
 
 void print_msg(const char *fmt, ...)
 {
@@ -52,40 +31,48 @@ int config_with_policy(const char *policy, nsbox_config **out, nsbox_error **err
 	return r;
 }
 
-static const char policy_usage[] =
-	"Usage: nsbox policy show [--policy FILE|NAME]\n"
-	"\n"
-	"Print the effective configuration as YAML: the built-in defaults, then the\n"
-	"policy (--policy, or NSBOX_POLICY), then the other NSBOX_* variables.\n"
-	"\n"
-	"  -p, --policy FILE|NAME  a policy file, or a shipped policy by name\n"
-	"  -h, --help              print this help\n";
+enum { P_POLICY = 1, P_HELP };
+static const opt_def policy_opts[] = {
+	{ "policy", 'p', "FILE|NAME", P_POLICY, "a policy file, or a shipped policy by name", NULL },
+	{ "help", 'h', NULL, P_HELP, "print this help", NULL },
+	{ 0 },
+};
+
+static void policy_help(FILE *f)
+{
+	fputs("Usage: nsbox policy show [--policy FILE|NAME]\n"
+	      "\n"
+	      "Print the effective configuration as YAML: the built-in defaults, then the\n"
+	      "policy (--policy, or NSBOX_POLICY), then the other NSBOX_* variables.\n"
+	      "\n", f);
+	opt_help(f, policy_opts);
+}
 
 int cmd_policy(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *policy = getenv("NSBOX_POLICY");
-	int c;
-	opterr = 0;
-	optind = 0;   /* glibc: start afresh (options anywhere on the line) */
-	while ((c = getopt_long(argc, argv, ":p:h", opts, NULL)) != -1)
+	const char *policy = getenv("NSBOX_POLICY"), *sub = NULL, *v;
+	const opt_def *d;
+	char err[256];
+	opt_state st;
+	opt_init(&st, policy_opts, argc, argv, false);
+	for (int c; (c = opt_next(&st, &v, &d, err, sizeof(err))) != OPT_DONE;)
 		switch (c) {
-		case 'p': policy = optarg; break;
-		case 'h': fputs(policy_usage, stdout); return 0;
-		case ':': print_msg("policy: option '%s' needs a value", argv[optind - 1]); return EXIT_SETUP;
-		default: print_msg("policy: unknown option '%s' (see 'nsbox policy --help')", argv[optind - 1]); return EXIT_SETUP;
+		case P_POLICY: policy = v; break;
+		case P_HELP: policy_help(stdout); return 0;
+		case OPT_OPERAND:
+			if (!sub) {
+				sub = v;
+				break;
+			}
+			print_msg("policy show: unexpected argument '%s'", v);
+			return EXIT_SETUP;
+		default: print_msg("policy: %s (see 'nsbox policy --help')", err); return EXIT_SETUP;
 		}
-	if (optind >= argc || strcmp(argv[optind], "show") != 0 || optind + 1 != argc) {
-		if (optind < argc && strcmp(argv[optind], "show") != 0)
-			print_msg("policy: unknown subcommand '%s' (see 'nsbox policy --help')", argv[optind]);
-		else if (optind < argc)
-			print_msg("policy show: unexpected argument '%s'", argv[optind + 1]);
+	if (!sub || strcmp(sub, "show")) {
+		if (sub)
+			print_msg("policy: unknown subcommand '%s' (see 'nsbox policy --help')", sub);
 		else
-			fputs(policy_usage, stderr);
+			policy_help(stderr);
 		return EXIT_SETUP;
 	}
 	nsbox_config *cfg = NULL;
@@ -104,38 +91,61 @@ int cmd_policy(int argc, char **argv)
 	return rc;
 }
 
+static int cmd_version(int argc, char **argv)
+{
+	(void) argc;
+	(void) argv;
+	printf("nsbox %s\n", nsbox_version());
+	return 0;
+}
+
+/* Every subcommand, once: dispatch and the top-level help. */
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *synopsis, *summary;
+} commands[] = {
+	{ "run", cmd_run, "run [OPTIONS] [--] COMMAND [ARG...]", "run a command in a fresh sandbox" },
+	{ "run-code", cmd_run_code, "run-code --lang python|node|bash (-c CODE | FILE | -) [OPTIONS]",
+	  "run a code snippet in a fresh sandbox" },
+	{ "start", cmd_start, "start [--name NAME] [--idle-timeout D] [--lifetime D] [RUN OPTIONS]",
+	  "start a long-lived sandbox, print its name" },
+	{ "exec", cmd_exec, "exec NAME [OPTIONS] [--] COMMAND [ARG...]", "run a command (or a cell) in a started sandbox" },
+	{ "ps", cmd_ps, "ps [--json]", "list the started sandboxes" },
+	{ "stop", cmd_stop, "stop NAME", "end a started sandbox" },
+	{ "mcp", cmd_mcp, "mcp [RUN OPTIONS]", "serve the sandbox's tools to an MCP client on stdio" },
+	{ "image", cmd_image, "image build [NAME] | ls | rm NAME ...", "build and manage root filesystem images" },
+	{ "session", cmd_session, "session ls | changes NAME | diff NAME | apply NAME | discard NAME",
+	  "review and apply the workspace changes a run kept" },
+	{ "check", cmd_check, "check [--json]", "what isolation and limits work here, with remedies" },
+	{ "policy", cmd_policy, "policy show [--policy FILE]", "print the effective configuration as YAML" },
+	{ "version", cmd_version, "version", "print the version" },
+};
+
+static void usage(FILE *f)
+{
+	fputs("Usage: nsbox COMMAND [OPTIONS]\n\n", f);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+		if (strlen(c->synopsis) < 38)
+			fprintf(f, "  %-38s%s\n", c->synopsis, c->summary);
+		else
+			fprintf(f, "  %s\n  %-38s%s\n", c->synopsis, "", c->summary);
+	}
+	fputs("\n'nsbox COMMAND --help' lists a command's options; nsbox(1) has the details.\n", f);
+}
+
 int cli_main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		fputs(usage, argc < 2 ? stderr : stdout);
+		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_SETUP : 0;
 	}
-	if (!strcmp(argv[1], "run"))
-		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "mcp"))
-		return cmd_mcp(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "run-code"))
-		return cmd_run_code(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "start"))
-		return cmd_start(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "exec"))
-		return cmd_exec(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "ps"))
-		return cmd_ps(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "stop"))
-		return cmd_stop(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "session"))
-		return cmd_session(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "image"))
-		return cmd_image(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "check"))
-		return cmd_check(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "policy"))
-		return cmd_policy(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-		printf("nsbox %s\n", nsbox_version());
-		return 0;
-	}
+	if (!strcmp(argv[1], "--version"))
+		return cmd_version(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
 	print_msg("unknown command '%s' (see 'nsbox --help')", argv[1]);
 	return EXIT_SETUP;
 }

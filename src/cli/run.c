@@ -139,7 +139,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 		return EXIT_SETUP;
 	}
 	if (a.help) {
-		fputs(extra ? run_code_usage : run_usage, stdout);
+		(extra ? run_code_help : run_help)(stdout);
 		run_args_free(&a);
 		return 0;
 	}

@@ -12,12 +12,6 @@
 #include "args.h"
 #include "cli.h"
 
-const char run_code_usage[] =
-	"Usage: nsbox run-code --lang python|node|bash (-c CODE | FILE | -) [RUN OPTIONS]\n"
-	"Run a code snippet in a fresh sandbox (image 'default' unless --image/--rootfs).\n"
-	"The code is placed in the sandbox's /tmp and run there; with --json the record's\n"
-	"error explains a failure (timeout, syntax error, last line of stderr).\n"
-	"All 'nsbox run' options apply; see 'nsbox run --help'.\n";
 
 static int read_all(int fd, char **out, size_t *len)
 {
@@ -72,7 +66,7 @@ int cmd_run_code(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(run_code_usage, stdout);
+			run_code_help(stdout);
 			free(rest);
 			return 0;
 		} else if ((!strcmp(a, "--lang") || !strcmp(a, "-c")) && i + 1 < argc) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "opts.h"
 #include "unit.h"
 
 static int parse(run_args *a, char *errbuf, char **env, ...)
@@ -107,9 +108,111 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* The option parser of every subcommand (opts.c), as a table: argv in,
+ * the sequence of (id or operand, value) out, or the error. */
+enum { T_FLAG = 1, T_VAL, T_SHORT, T_MORE };
+static const opt_def tdefs[] = {
+	{ "tmpfs-size", 0, "SIZE", T_VAL, "x", NULL },
+	{ "interactive", 'i', NULL, T_FLAG, "x", NULL },
+	{ "tty", 't', NULL, T_MORE, "x", NULL },
+	{ "memory", 'm', "SIZE", T_SHORT, "x", NULL },
+	{ 0 },
+};
+
+static const struct {
+	bool stop;
+	const char *argv[8];
+	const char *expect;   /* "id=value ..." as parsed, or "!message" */
+} opt_rows[] = {
+	/* exact long names: a prefix is no option (Docker's --tmpfs) */
+	{ false, { "--tmpfs", "/tmp:size=1m" }, "!unknown option '--tmpfs'" },
+	{ false, { "--tmpfs-siz", "1m" }, "!unknown option '--tmpfs-siz'" },
+	{ false, { "--tmpfs-size", "1m" }, "2=1m" },
+	{ false, { "--tmpfs-size=1m" }, "2=1m" },
+	{ false, { "--tmpfs-size=" }, "2=" },
+	{ false, { "--tmpfs-size" }, "!option '--tmpfs-size' needs a value" },
+	{ false, { "--interactive=yes" }, "!option '--interactive' takes no value" },
+	/* short options: a value apart or attached, flags bundled */
+	{ false, { "-m", "1g" }, "3=1g" },
+	{ false, { "-m1g" }, "3=1g" },
+	{ false, { "-it" }, "1= 4=" },
+	{ false, { "-itm", "2g" }, "1= 4= 3=2g" },
+	{ false, { "-itm2g" }, "1= 4= 3=2g" },
+	{ false, { "-ix" }, "1= !unknown option '-x'" },
+	{ false, { "-m" }, "!option '-m' needs a value" },
+	/* operands between options, or the first one stops (a command) */
+	{ false, { "a", "-i", "b" }, "op=a 1= op=b" },
+	{ true, { "-i", "cmd", "-m", "1g" }, "1= end@2" },
+	{ false, { "-i", "--", "-m" }, "1= end@3" },
+	{ false, { "-" }, "op=-" },
+};
+
+START_TEST(test_opt_parser)
+{
+	char *argv[10] = { "cmd" };
+	int argc = 1;
+	for (int k = 0; k < 8 && opt_rows[_i].argv[k]; k++)
+		argv[argc++] = (char *) opt_rows[_i].argv[k];
+	opt_state st;
+	opt_init(&st, tdefs, argc, argv, opt_rows[_i].stop);
+	char got[256] = "", err[128];
+	for (int guard = 0; guard < 16; guard++) {
+		const char *v;
+		const opt_def *d;
+		int id = opt_next(&st, &v, &d, err, sizeof(err));
+		size_t n = strlen(got);
+		if (id == OPT_DONE) {
+			if (st.i < argc)
+				snprintf(got + n, sizeof(got) - n, "%send@%d", n ? " " : "", st.i);
+			break;
+		}
+		if (id == OPT_ERROR) {
+			snprintf(got + n, sizeof(got) - n, "%s!%s", n ? " " : "", err);
+			break;
+		}
+		if (id == OPT_OPERAND)
+			snprintf(got + n, sizeof(got) - n, "%sop=%s", n ? " " : "", v);
+		else
+			snprintf(got + n, sizeof(got) - n, "%s%d=%s", n ? " " : "", id, v ? v : "");
+	}
+	ck_assert_msg(!strcmp(got, opt_rows[_i].expect), "row %d: got '%s', expected '%s'", _i, got,
+	              opt_rows[_i].expect);
+}
+END_TEST
+
+START_TEST(test_opt_takes_value)
+{
+	ck_assert(opt_takes_value(tdefs, "--tmpfs-size"));
+	ck_assert(!opt_takes_value(tdefs, "--tmpfs-size=1"));
+	ck_assert(!opt_takes_value(tdefs, "--tmpfs"));
+	ck_assert(opt_takes_value(tdefs, "-m"));
+	ck_assert(opt_takes_value(tdefs, "-itm"));
+	ck_assert(!opt_takes_value(tdefs, "-m1g"));
+	ck_assert(!opt_takes_value(tdefs, "-it"));
+	ck_assert(!opt_takes_value(tdefs, "x"));
+	/* run's own table: what run-code passes through */
+	ck_assert(run_option_takes_value("--memory"));
+	ck_assert(!run_option_takes_value("--json"));
+	/* and the help lists every row */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	run_help(f);
+	fclose(f);
+	for (const opt_def *d = run_option_table(); d->name; d++) {
+		char want[64];
+		snprintf(want, sizeof(want), "--%s", d->name);
+		ck_assert_msg(strstr(text, want) != NULL, "run --help lacks %s", want);
+	}
+	free(text);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("args");
+	tcase_add_loop_test(tc, test_opt_parser, 0, (int) (sizeof(opt_rows) / sizeof(opt_rows[0])));
+	tcase_add_test(tc, test_opt_takes_value);
 	tcase_add_test(tc, test_options_to_settings);
 	tcase_add_test(tc, test_network_user_options);
 	tcase_add_test(tc, test_double_dash_and_policy);

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "opts.h"
 #include "live/context.h"
 #include "live/ctl.h"
 #include "live/monitor.h"
@@ -161,26 +161,34 @@ static int round_trip(const char *name, ctl_req *h, char *body, bool with_stdin)
 static int exec_cell(const char *name, const char *ctx_name, const char *lang, const char *code, const char *file,
                      int nargs, bool restart, bool json, uint64_t tmo, bool bad_opts);
 
-static const char exec_usage[] =
-	"Usage: nsbox exec NAME [--json] [--timeout D] [-i] [-w DIR] [--] COMMAND [ARG...]\n"
-	"Run COMMAND in the running sandbox NAME (nsbox start) and exit with its status.\n"
-	"\n"
-	"      --json              capture the output and print the result record as JSON\n"
-	"      --timeout DURATION  kill the command (and all it started) after DURATION\n"
-	"  -i, --interactive       pass stdin through (default: /dev/null)\n"
-	"  -w, --workdir DIR       working directory inside (default: the sandbox's)\n"
-	"  -e, --env NAME=VALUE    set a variable for this command (the sandbox's others stay)\n"
-	"      --env-pass NAME     the same, with NAME's value here (if it is set)\n"
-	"\n"
-	"   or: nsbox exec NAME --context C [--lang python|node] [--restart] (-c CODE | FILE | -)\n"
-	"Run a cell of code in the sandbox's persistent interpreter C (made at its first\n"
-	"use): variables persist from one cell to the next; a timeout interrupts the cell\n"
-	"and keeps the interpreter; --restart starts a fresh one (alone: only that).\n"
-	"\n"
-	"      --context C         the context's name\n"
-	"      --lang L            python (default) or node\n"
-	"  -c CODE                 the cell's code (else from FILE, or stdin with -)\n"
-	"      --restart           a fresh interpreter before the cell\n";
+enum { X_JSON = 1, X_TIMEOUT, X_INTERACTIVE, X_WORKDIR, X_ENV, X_ENV_PASS, X_CONTEXT, X_LANG, X_CODE, X_RESTART,
+       X_HELP };
+
+static const opt_def exec_opts[] = {
+	{ "json", 0, NULL, X_JSON, "capture the output and print the result record as JSON", NULL },
+	{ "timeout", 0, "DURATION", X_TIMEOUT, "kill the command (and all it started) after DURATION", NULL },
+	{ "interactive", 'i', NULL, X_INTERACTIVE, "pass stdin through (default: /dev/null)", NULL },
+	{ "workdir", 'w', "DIR", X_WORKDIR, "working directory inside (default: the sandbox's)", NULL },
+	{ "env", 'e', "NAME=VALUE", X_ENV, "set a variable for this command (the sandbox's others stay)", NULL },
+	{ "env-pass", 0, "NAME", X_ENV_PASS, "the same, with NAME's value here (if it is set)", NULL },
+	{ "context", 0, "C", X_CONTEXT, "run a cell in the sandbox's persistent interpreter C", NULL },
+	{ "lang", 0, "L", X_LANG, "the context's language: python (default) or node", NULL },
+	{ "code", 'c', "CODE", X_CODE, "the cell's code (else from FILE, or stdin with -)", NULL },
+	{ "restart", 0, NULL, X_RESTART, "a fresh interpreter before the cell (alone: only that)", NULL },
+	{ "help", 'h', NULL, X_HELP, "show this help", NULL },
+	{ 0 },
+};
+
+static void exec_help(FILE *f)
+{
+	fputs("Usage: nsbox exec NAME [OPTIONS] [--] COMMAND [ARG...]\n"
+	      "   or: nsbox exec NAME --context C [--lang python|node] [--restart] (-c CODE | FILE | -)\n"
+	      "Run COMMAND in the running sandbox NAME (nsbox start) and exit with its status;\n"
+	      "or a cell of code in its persistent interpreter C (made at its first use):\n"
+	      "variables persist from one cell to the next; a timeout interrupts the cell and\n"
+	      "keeps the interpreter.\n\n", f);
+	opt_help(f, exec_opts);
+}
 
 /* The cell's code: -c, a file, or stdin ("-"); malloc'ed. */
 static char *read_code(const char *inline_code, const char *file)
@@ -259,19 +267,11 @@ static int env_list_add(env_list *l, int opt, const char *arg)
 
 int cmd_exec(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "timeout", required_argument, NULL, 't' },
-		{ "interactive", no_argument, NULL, 'i' }, { "workdir", required_argument, NULL, 'w' },
-		{ "context", required_argument, NULL, 'C' }, { "lang", required_argument, NULL, 'L' },
-		{ "restart", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
-		{ "env", required_argument, NULL, 'e' }, { "env-pass", required_argument, NULL, 'P' }, { 0 },
-	};
 	bool json = false, interactive = false, restart = false;
 	const char *workdir = NULL, *timeout = NULL, *ctx_name = NULL, *lang = NULL, *code = NULL;
-	/* NAME first, then the options (getopt starts at argv[1] of what it
-	 * is given, which is NAME's slot). */
+	/* NAME first, then the options. */
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		fputs(exec_usage, stdout);
+		exec_help(stdout);
 		return 0;
 	}
 	if (argc < 3) {
@@ -285,36 +285,39 @@ int cmd_exec(int argc, char **argv)
 	if (!env.v)
 		return EXIT_SETUP;
 	int c, rc = EXIT_SETUP;
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+:iw:c:he:", opts, NULL)) != -1)
+	opt_state st;
+	opt_init(&st, exec_opts, argc, argv, true);
+	const char *v;
+	const opt_def *d;
+	char err[256];
+	while ((c = opt_next(&st, &v, &d, err, sizeof(err))) != OPT_DONE)
 		switch (c) {
-		case 'C': ctx_name = optarg; break;
-		case 'L': lang = optarg; break;
-		case 'R': restart = true; break;
-		case 'c': code = optarg; break;
-		case 'j': json = true; break;
-		case 't': timeout = optarg; break;
-		case 'i': interactive = true; break;
-		case 'w': workdir = optarg; break;
-		case 'e':
-		case 'P':
-			if (env_list_add(&env, c, optarg) < 0)
+		case X_CONTEXT: ctx_name = v; break;
+		case X_LANG: lang = v; break;
+		case X_RESTART: restart = true; break;
+		case X_CODE: code = v; break;
+		case X_JSON: json = true; break;
+		case X_TIMEOUT: timeout = v; break;
+		case X_INTERACTIVE: interactive = true; break;
+		case X_WORKDIR: workdir = v; break;
+		case X_ENV:
+		case X_ENV_PASS:
+			if (env_list_add(&env, c == X_ENV ? 'e' : 'P', v) < 0)
 				goto out;
 			break;
-		case 'h': fputs(exec_usage, stdout); rc = 0; goto out;
-		case ':': print_msg("exec: option '%s' needs a value", argv[optind - 1]); goto out;
-		default: print_msg("exec: unknown option '%s' (see nsbox exec --help)", argv[optind - 1]); goto out;
+		case X_HELP: exec_help(stdout); rc = 0; goto out;
+		default: print_msg("exec: %s (see nsbox exec --help)", err); goto out;
 		}
+	int first = st.i;   /* the command, or the cell's FILE */
 	uint64_t tmo = 0;
 	if (ctl_check_name(name) < 0 || parse_ms("--timeout", timeout, &tmo) < 0)
 		goto out;
 	if (ctx_name || lang || code || restart) {
-		rc = exec_cell(name, ctx_name, lang ? lang : "python", code, optind < argc ? argv[optind] : NULL,
-		               argc - optind, restart, json, tmo, interactive || workdir || env.n);
+		rc = exec_cell(name, ctx_name, lang ? lang : "python", code, first < argc ? argv[first] : NULL,
+		               argc - first, restart, json, tmo, interactive || workdir || env.n);
 		goto out;
 	}
-	if (optind >= argc) {
+	if (first >= argc) {
 		print_msg("exec: no command given");
 		goto out;
 	}
@@ -326,7 +329,7 @@ int cmd_exec(int argc, char **argv)
 	              .flags = (json ? CTL_JSON : 0) | (interactive ? CTL_STDIN : 0) | (workdir ? CTL_WORKDIR : 0) |
 	                       (env.n ? CTL_ENV : 0) };
 	size_t len = workdir ? strlen(workdir) + 1 : 0;
-	for (int i = optind; i < argc; i++, h.argc++)
+	for (int i = first; i < argc; i++, h.argc++)
 		len += strlen(argv[i]) + 1;
 	for (size_t i = 0; i < env.n; i++)
 		len += strlen(env.v[i]) + 1;
@@ -340,7 +343,7 @@ int cmd_exec(int argc, char **argv)
 		goto out;
 	if (workdir)
 		pos = stpcpy(pos, workdir) + 1;
-	for (int i = optind; i < argc; i++)
+	for (int i = first; i < argc; i++)
 		pos = stpcpy(pos, argv[i]) + 1;
 	for (size_t i = 0; i < env.n; i++)
 		pos = stpcpy(pos, env.v[i]) + 1;
