@@ -12,7 +12,7 @@ while a sandbox runs. See docs/python.md.
 """
 from .errors import IsolationUnavailable, SandboxError
 from .host import Image, check, images, version
-from .live import Context, LiveSandbox
+from .live import Context, FileInfo, Files, LiveSandbox
 from .pool import Pool
 from .result import Change, Result, RunError
 from .sandbox import LANGUAGES, Sandbox, arun, arun_code, run, run_code
@@ -22,6 +22,6 @@ from .tools import acall_tool, call_tool, tool_schema
 __all__ = [
     "Sandbox", "run", "run_code", "arun", "arun_code", "Result", "RunError", "Change",
     "SandboxError", "IsolationUnavailable", "Session", "sessions", "Image", "images", "check",
-    "version", "tool_schema", "call_tool", "acall_tool", "LANGUAGES", "Pool", "LiveSandbox", "Context",
+    "version", "tool_schema", "call_tool", "acall_tool", "LANGUAGES", "Pool", "LiveSandbox", "Context", "Files", "FileInfo",
 ]
 __version__ = "0.1.0"

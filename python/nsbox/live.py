@@ -2,8 +2,11 @@
 contexts (a persistent interpreter whose variables outlive each cell)."""
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List, Optional, Union
 
 from . import _nsbox
@@ -12,7 +15,7 @@ from .result import Result
 if TYPE_CHECKING:
     from .sandbox import Argv, OutputCallback, Sandbox, Stdin
 
-__all__ = ["LiveSandbox", "Context", "CONTEXT_LANGUAGES"]
+__all__ = ["LiveSandbox", "Context", "Files", "FileInfo", "CONTEXT_LANGUAGES"]
 
 # The languages a context can run (the library's agents, src/lib/code/agents/).
 CONTEXT_LANGUAGES = ("python", "node")
@@ -21,6 +24,102 @@ CONTEXT_LANGUAGES = ("python", "node")
 def _call(fn: Any, *args: Any) -> Any:
     from .sandbox import _call as call   # the SDK's one translation of _nsbox.Error
     return call(fn, *args)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """An entry inside a sandbox: ``type`` is "file", "dir", "symlink" or
+    "other"; ``mode`` the permission bits; ``mtime`` seconds since the epoch
+    (a float, nanoseconds kept)."""
+    name: str
+    path: str
+    type: str
+    size: int
+    mode: int
+    mtime: float
+
+
+_TYPES = {"f": "file", "d": "dir", "l": "symlink", "o": "other"}
+
+
+def _info(t: Any) -> FileInfo:
+    name, path, typ, mode, size, mtime_ns = t
+    return FileInfo(name, path, _TYPES.get(typ, "other"), size, mode, mtime_ns / 1e9)
+
+
+class Files:
+    """The files of a long-lived sandbox (``live.files``): read and written
+    inside it, as its user, in its own root. A symlink in the sandbox that
+    points at /etc/shadow reads the sandbox's file, never the host's; a write
+    lands only where the sandbox's user may write. Paths are absolute, or
+    relative to the sandbox's working directory. Binary-exact; bounded by
+    ``files.max_size`` (256 MiB unless the policy says otherwise), not by
+    ``max_output``. Every method has an async form (``awrite``, ``aread``...)."""
+
+    def __init__(self, live: "LiveSandbox") -> None:
+        self._live = live
+
+    def write(self, path: str, data: Union[str, bytes, int, Any], *, mode: int = 0o644) -> None:
+        """Write ``data`` as the file at ``path``, whole or not at all (a
+        temporary beside it, renamed into place). ``data``: str (as UTF-8),
+        bytes, or a readable binary file object or fd, streamed to its end."""
+        if isinstance(data, str):
+            src: Any = data.encode()
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            src = bytes(data)
+        elif isinstance(data, int) and not isinstance(data, bool):
+            src = data
+        elif hasattr(data, "fileno"):
+            src = data.fileno()
+        else:
+            raise TypeError("data: expected str, bytes, a binary file object or an fd")
+        _call(self._live._live.file_write, path, src, mode, 0)
+
+    def read(self, path: str) -> bytes:
+        """The file's bytes."""
+        return bytes(_call(self._live._live.file_read, path, 0))
+
+    def read_text(self, path: str, encoding: str = "utf-8") -> str:
+        return self.read(path).decode(encoding)
+
+    def list(self, path: str = ".") -> List[FileInfo]:
+        """The directory's entries (not . and ..), in the order the
+        filesystem gives them."""
+        return [_info(t) for t in _call(self._live._live.file_list, path)]
+
+    def stat(self, path: str) -> Optional[FileInfo]:
+        """What is at ``path`` (a symlink itself), or None."""
+        t = _call(self._live._live.file_stat, path)
+        return None if t is None else _info(t)
+
+    def exists(self, path: str) -> bool:
+        return self.stat(path) is not None
+
+    def remove(self, path: str, *, recursive: bool = True) -> None:
+        """Remove the file, link or directory (with what it holds)."""
+        _call(self._live._live.file_remove, path, recursive)
+
+    def make_dir(self, path: str, *, mode: int = 0o755) -> None:
+        """Make the directory and any parent it lacks."""
+        _call(self._live._live.file_mkdir, path, mode)
+
+    async def _a(self, fn: Any, *args: Any, **kw: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args, **kw))
+
+    async def awrite(self, path: str, data: Union[str, bytes], **kw: Any) -> None:
+        await self._a(self.write, path, data, **kw)
+
+    async def aread(self, path: str) -> bytes:
+        return await self._a(self.read, path)
+
+    async def alist(self, path: str = ".") -> List[FileInfo]:
+        return await self._a(self.list, path)
+
+    async def aexists(self, path: str) -> bool:
+        return await self._a(self.exists, path)
+
+    async def aremove(self, path: str, **kw: Any) -> None:
+        await self._a(self.remove, path, **kw)
 
 
 class LiveSandbox:
@@ -39,6 +138,7 @@ class LiveSandbox:
         self._contexts: List["Context"] = []
         self._lock = threading.Lock()
         self._live = _call(_nsbox.Live, sandbox.policy, sandbox._settings)
+        self.files = Files(self)
 
     @property
     def id(self) -> Optional[str]:

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "pool.h"
 
@@ -207,6 +209,206 @@ out:
 	return ret;
 }
 
+/* ---- files --------------------------------------------------------------------- */
+
+/* A memfd holding `data`, at its start. */
+static int memfd_of(const char *data, size_t len)
+{
+	int fd = memfd_create("nsbox-file", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (len) {
+		ssize_t w = write(fd, data, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(fd);
+			return -1;
+		}
+		data += w;
+		len -= (size_t) w;
+	}
+	return lseek(fd, 0, SEEK_SET) == 0 ? fd : (close(fd), -1);
+}
+
+/* file_read(path, max) -> bytes */
+static PyObject *live_file_read(Live *l, PyObject *args)
+{
+	const char *path;
+	unsigned long long max;
+	if (!PyArg_ParseTuple(args, "sK", &path, &max))
+		return NULL;
+	int fd = memfd_create("nsbox-read", MFD_CLOEXEC);
+	if (fd < 0)
+		return PyErr_SetFromErrno(PyExc_OSError);
+	if (!enter(l)) {
+		close(fd);
+		return NULL;
+	}
+	nsbox_error *e = NULL;
+	uint64_t size = 0;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_file_read(l->sb, path, fd, max, &size, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r < 0) {
+		close(fd);
+		return raise_error(e, r);
+	}
+	PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t) size);
+	char *p = b ? PyBytes_AS_STRING(b) : NULL;
+	for (size_t got = 0; p && got < size;) {
+		ssize_t n = pread(fd, p + got, size - got, (off_t) got);
+		if (n <= 0) {
+			Py_CLEAR(b);
+			PyErr_SetFromErrno(PyExc_OSError);
+			break;
+		}
+		got += (size_t) n;
+	}
+	close(fd);
+	return b;
+}
+
+/* file_write(path, data, mode, max): data is bytes, or an fd to read to
+ * its end (streamed, never held whole) */
+static PyObject *live_file_write(Live *l, PyObject *args)
+{
+	const char *path;
+	PyObject *src;
+	unsigned int mode;
+	unsigned long long max;
+	if (!PyArg_ParseTuple(args, "sOIK", &path, &src, &mode, &max))
+		return NULL;
+	int fd = -1;
+	bool own = false;
+	if (PyLong_Check(src)) {
+		fd = (int) PyLong_AsLong(src);
+		if (fd < 0 && PyErr_Occurred())
+			return NULL;
+	} else {
+		Py_buffer data;
+		if (PyObject_GetBuffer(src, &data, PyBUF_SIMPLE) < 0)
+			return NULL;
+		fd = memfd_of(data.buf, (size_t) data.len);
+		PyBuffer_Release(&data);
+		if (fd < 0)
+			return PyErr_SetFromErrno(PyExc_OSError);
+		own = true;
+	}
+	if (!enter(l)) {
+		if (own)
+			close(fd);
+		return NULL;
+	}
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_file_write(l->sb, path, fd, mode, max, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (own)
+		close(fd);
+	if (r < 0)
+		return raise_error(e, r);
+	Py_RETURN_NONE;
+}
+
+static PyObject *info_tuple(const nsbox_file_info *f)
+{
+	char type[2] = { f->type, 0 };
+	return Py_BuildValue("(NNsIKL)", PyUnicode_DecodeFSDefault(f->name), PyUnicode_DecodeFSDefault(f->path), type,
+	                     f->mode, (unsigned long long) f->size, (long long) f->mtime_ns);
+}
+
+/* file_list(path) -> [(name, path, type, mode, size, mtime_ns)] */
+static PyObject *live_file_list(Live *l, PyObject *args)
+{
+	const char *path;
+	if (!PyArg_ParseTuple(args, "s", &path) || !enter(l))
+		return NULL;
+	nsbox_file_info *v = NULL;
+	size_t n = 0;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_file_list(l->sb, path, &v, &n, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r < 0)
+		return raise_error(e, r);
+	PyObject *list = PyList_New(0);
+	for (size_t i = 0; list && i < n; i++) {
+		PyObject *t = info_tuple(&v[i]);
+		if (!t || PyList_Append(list, t) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(t);
+	}
+	nsbox_file_info_free(v, n);
+	return list;
+}
+
+/* file_stat(path) -> tuple, or None when nothing is there */
+static PyObject *live_file_stat(Live *l, PyObject *args)
+{
+	const char *path;
+	if (!PyArg_ParseTuple(args, "s", &path) || !enter(l))
+		return NULL;
+	nsbox_file_info f = { 0 };
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_file_stat(l->sb, path, &f, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r == -ENOENT) {
+		nsbox_error_free(e);
+		Py_RETURN_NONE;
+	}
+	if (r < 0)
+		return raise_error(e, r);
+	PyObject *t = info_tuple(&f);
+	free(f.name);
+	free(f.path);
+	return t;
+}
+
+/* file_remove(path, recursive) / file_mkdir(path, mode) */
+static PyObject *live_file_remove(Live *l, PyObject *args)
+{
+	const char *path;
+	int recursive;
+	if (!PyArg_ParseTuple(args, "sp", &path, &recursive) || !enter(l))
+		return NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_file_remove(l->sb, path, recursive, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r < 0)
+		return raise_error(e, r);
+	Py_RETURN_NONE;
+}
+
+static PyObject *live_file_mkdir(Live *l, PyObject *args)
+{
+	const char *path;
+	unsigned int mode;
+	if (!PyArg_ParseTuple(args, "sI", &path, &mode) || !enter(l))
+		return NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_file_mkdir(l->sb, path, mode, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r < 0)
+		return raise_error(e, r);
+	Py_RETURN_NONE;
+}
+
 static PyObject *live_id(Live *l, void *unused)
 {
 	(void) unused;
@@ -219,6 +421,12 @@ static PyObject *live_id(Live *l, void *unused)
 
 static PyMethodDef live_methods[] = {
 	{ "exec", (PyCFunction) live_exec, METH_VARARGS, "Run a command or code in the sandbox; the JSON record." },
+	{ "file_read", (PyCFunction) live_file_read, METH_VARARGS, "A file's bytes." },
+	{ "file_write", (PyCFunction) live_file_write, METH_VARARGS, "Write a file." },
+	{ "file_list", (PyCFunction) live_file_list, METH_VARARGS, "A directory's entries." },
+	{ "file_stat", (PyCFunction) live_file_stat, METH_VARARGS, "What is at a path, or None." },
+	{ "file_remove", (PyCFunction) live_file_remove, METH_VARARGS, "Remove a path." },
+	{ "file_mkdir", (PyCFunction) live_file_mkdir, METH_VARARGS, "Make a directory." },
 	{ "close", (PyCFunction) live_close, METH_NOARGS, "End the sandbox." },
 	{ NULL, NULL, 0, NULL },
 };

@@ -208,6 +208,50 @@ const char *nsbox_sandbox_id(const nsbox_sandbox *sb);
 int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *opts, nsbox_sandbox **exec,
                        nsbox_error **err);
 
+/* ---- files in a long-lived sandbox ---------------------------------------- */
+
+/* Each operation runs inside the sandbox (NSBOX_SPAWN_KEEP) as its user,
+ * with its credentials, seccomp filter and root: a path resolves in the
+ * sandbox's own root (a symlink to /etc/shadow is the sandbox's file, never
+ * the host's), and a write lands only where the sandbox's user may write.
+ * A relative path is relative to the sandbox's working directory. Data is
+ * binary-exact, bounded by `max` (0: files.max_size, 256 MiB by default;
+ * EFBIG past it), never by limits.output. -ESRCH once the sandbox ended;
+ * other failures carry the sandbox's errno (ENOENT, EACCES, EISDIR ...).
+ * Thread-safe as execs are. */
+typedef struct nsbox_file_info {
+	char *name;           /* the entry's name */
+	char *path;           /* its absolute path inside */
+	char type;            /* 'f' file, 'd' directory, 'l' symlink, 'o' other */
+	unsigned mode;        /* permission bits */
+	uint64_t size;
+	int64_t mtime_ns;     /* modification time, ns since the epoch */
+} nsbox_file_info;
+
+/* The file at `path` to out_fd; *size (may be NULL) its length. On a
+ * failure out_fd may have received a part of it. */
+int nsbox_file_read(nsbox_sandbox *sb, const char *path, int out_fd, uint64_t max, uint64_t *size,
+                    nsbox_error **err);
+/* in_fd's data, to its end, as the file at `path` (mode, 0..0777): written
+ * under a temporary name beside it and renamed into place, so that it is
+ * whole or unchanged. */
+int nsbox_file_write(nsbox_sandbox *sb, const char *path, int in_fd, unsigned mode, uint64_t max,
+                     nsbox_error **err);
+/* The entries of the directory at `path` (not . and ..); free the array
+ * with nsbox_file_info_free(). */
+int nsbox_file_list(nsbox_sandbox *sb, const char *path, nsbox_file_info **out, size_t *count,
+                    nsbox_error **err);
+/* What is at `path` (a symlink itself, not followed): -ENOENT when nothing.
+ * Free out->name and out->path (or nsbox_file_info_free(out, 1) for a
+ * malloc'ed one). */
+int nsbox_file_stat(nsbox_sandbox *sb, const char *path, nsbox_file_info *out, nsbox_error **err);
+/* Remove the file, link or empty directory at `path`; `recursive`: a
+ * directory with all it holds. */
+int nsbox_file_remove(nsbox_sandbox *sb, const char *path, bool recursive, nsbox_error **err);
+/* Make the directory `path` and any parent it lacks. */
+int nsbox_file_mkdir(nsbox_sandbox *sb, const char *path, unsigned mode, nsbox_error **err);
+void nsbox_file_info_free(nsbox_file_info *v, size_t n);
+
 /* ---- the governed run: one entry point for every door ------------------- */
 
 /* Code contexts: a persistent interpreter in a long-lived sandbox whose

@@ -21,6 +21,7 @@
 #include "sandbox/proto.h"
 #include "net/proxy.h"
 #include "base/syscalls.h"
+#include "child/fileop.h"
 
 static int proxy_listen(int sync_fd);
 
@@ -354,6 +355,10 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 		close(listener);
 	}
 	trace_mark(p->trace, TR_P_EXEC);
+	/* The files API: the operation instead of a program, set up exactly
+	 * as a program would be (credentials, filter, working directory). */
+	if (p->file_op)
+		_exit(fileop_run(p->argv));
 	int e = exec_search(p);
 	child_report(a->sync_fd, STEP_EXEC, -1, e);
 	_exit(e == ENOENT ? 127 : 126);

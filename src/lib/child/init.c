@@ -42,6 +42,18 @@ static int payload_main(void *arg)
 
 static pid_t start_payload(const child_args *a)
 {
+	/* A files API operation never execs: in a vfork pid 1 would wait for
+	 * it to end, and with pid 1 the keeper, which makes the next exec's
+	 * pid 1 only once this payload is started. A copy of our memory. */
+	if (a->plan->file_op) {
+		struct clone_args ca = { .exit_signal = SIGCHLD };
+		pid_t pid = (pid_t) sys_clone3(&ca);
+		if (pid < 0 && errno == ENOSYS)
+			pid = (pid_t) syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+		if (pid == 0)
+			payload_exec(a);
+		return pid;
+	}
 	if (PAYLOAD_SHARES_MEMORY)
 		return clone(payload_main, payload_stack + sizeof(payload_stack),
 		             CLONE_VM | CLONE_VFORK | SIGCHLD, (void *) a);

@@ -78,6 +78,7 @@ struct nsbox_config {
 	char *session;        /* keep the workspace changes under this name */
 	enum { WS_OVERLAY = 0, WS_RO, WS_RW } workspace_mode;
 	uint64_t workspace_max_size;   /* bytes the overlay's upper layer may use */
+	uint64_t files_max_size;       /* the files API's bound on one file (files.max_size) */
 	uint64_t workspace_max_files;  /* ...and entries (files, dirs, links) */
 	file_spec *files;     /* written into the sandbox during setup */
 	size_t n_files;

@@ -49,6 +49,7 @@ int nsbox_config_new(nsbox_config **out, nsbox_error **err)
 	c->fsize = 1ull << 30;
 	c->workspace_max_size = 1ull << 30;
 	c->workspace_max_files = 500000;
+	c->files_max_size = 256ull << 20;
 	c->net = NET_NONE;
 	c->read_only_root = true;
 	c->uid = 1000;
@@ -394,6 +395,7 @@ enum key_id {
 	K_FORBIDDEN, K_ALLOWED_ROOTS, K_DENY_CHANGES, K_ENV_SET, K_ENV_PASS, K_USER, K_SECCOMP,
 	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_FALLBACK, K_CGROUP_PARENT, K_SECCOMP_LOG,
 	K_WS_PATH, K_WS_MODE, K_WS_SESSION, K_WS_MAX_SIZE, K_WS_MAX_FILES, K_NET_LOOPBACK, K_NET_HELPER,
+	K_FILES_MAX_SIZE,
 };
 
 static const struct key_def {
@@ -432,6 +434,7 @@ static const struct key_def {
 	{ "workspace.session", K_WS_SESSION, false, "a session name (letters, digits, '.', '_', '-')" },
 	{ "workspace.max_size", K_WS_MAX_SIZE, false, "a size such as 1g (at least 1m)" },
 	{ "workspace.max_files", K_WS_MAX_FILES, false, "a whole number from 100 to 1000000000" },
+	{ "files.max_size", K_FILES_MAX_SIZE, false, "a size such as 256m (at least 1k)" },
 	{ "environment.set", K_ENV_SET, true, "NAME=VALUE" },
 	{ "environment.pass", K_ENV_PASS, true, "a variable name" },
 	{ "security.user", K_USER, false, "UID[:GID]" },
@@ -534,6 +537,8 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 		return parse_size(v, &c->workspace_max_size) < 0 || c->workspace_max_size < (1u << 20) ? -EINVAL : 0;
 	case K_WS_MAX_FILES:
 		return parse_uint(v, 100, 1000000000, &c->workspace_max_files) < 0 ? -EINVAL : 0;
+	case K_FILES_MAX_SIZE:
+		return parse_size(v, &c->files_max_size) < 0 || c->files_max_size < 1024 ? -EINVAL : 0;
 	case K_SECCOMP_LOG:
 		return parse_bool(v, &c->seccomp_log) < 0 ? -EINVAL : 0;
 	case K_FALLBACK:

@@ -89,6 +89,8 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 		kv(&b, "  ", "path", c->workspace);
 	if (c->session)
 		kv(&b, "  ", "session", c->session);
+	format_size(c->files_max_size, tmp, sizeof(tmp));
+	buf_printf(&b, "files:\n  max_size: %s\n", tmp);
 	buf_puts(&b, "environment:\n  set:");
 	buf_puts(&b, c->env_set.n ? "\n" : " {}\n");
 	for (size_t i = 0; i < c->env_set.n; i++) {

@@ -135,7 +135,7 @@ static int load_value(loader *l, const char *key, yaml_node_t *v, nsbox_error **
 }
 
 static const char *const sections[] = {
-	"limits", "network", "filesystem", "workspace", "environment", "security",
+	"limits", "network", "filesystem", "workspace", "environment", "security", "files",
 	"audit", "code",   /* config_audit.c */
 };
 

@@ -3,6 +3,7 @@
  * and returns a sandbox handle for it that nsbox_sandbox_wait(),
  * nsbox_sandbox_kill() and nsbox_sandbox_free() serve like a run's. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -166,7 +167,32 @@ static int recv_pidfd(nsbox_sandbox *e, nsbox_error **err)
 	}
 }
 
+static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t req_flags, nsbox_sandbox **out,
+                      nsbox_error **err);
+
 int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *o, nsbox_sandbox **out, nsbox_error **err)
+{
+	return exec_start(sb, o, 0, out, err);
+}
+
+int sandbox_exec_file(nsbox_sandbox *sb, const char *const *argv, int stdin_fd, int stdout_fd, nsbox_sandbox **out,
+                      nsbox_error **err)
+{
+	/* Never the caller's own fd 1 or 2 (what -1 means for a command). */
+	int null = stdout_fd < 0 ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+	if (stdout_fd < 0 && null < 0)
+		return nsbox_err(err, errno, "files", "open '/dev/null'");
+	nsbox_exec_options o = { .version = NSBOX_EXEC_OPTIONS_VERSION, .argv = argv, .stdin_fd = stdin_fd,
+	                         .stdout_fd = stdout_fd >= 0 ? stdout_fd : null,
+	                         .stderr_fd = stdout_fd >= 0 ? stdout_fd : null, .fd3 = -1, .signal_fd = -1 };
+	int r = exec_start(sb, &o, EXEC_FILE, out, err);
+	if (null >= 0)
+		close(null);
+	return r;
+}
+
+static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t req_flags, nsbox_sandbox **out,
+                      nsbox_error **err)
 {
 	if (!sb || !o || !out || o->version != NSBOX_EXEC_OPTIONS_VERSION || !o->argv || !o->argv[0] ||
 	    (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD)) || (o->workdir && o->workdir[0] != '/') ||
@@ -229,7 +255,8 @@ int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *o, nsbox_san
 	plan->cfg = own->cfg;
 	own->cfg->timeout_ms = plan->timeout_ms;   /* the record's limits: this exec's */
 	r = nsbox_config_set_command(own->cfg, (int) own->argv.n, (const char *const *) own->argv.v, err);
-	uint32_t flags = (own->workdir ? EXEC_WORKDIR : 0) | (own->env ? EXEC_ENV : 0) | (o->fd3 >= 0 ? EXEC_FD3 : 0);
+	uint32_t flags = (own->workdir ? EXEC_WORKDIR : 0) | (own->env ? EXEC_ENV : 0) | (o->fd3 >= 0 ? EXEC_FD3 : 0) |
+	                 req_flags;
 	r = r ?: build_request(own, flags, &req, &req_len, err);
 	r = r ?: spawn_open_streams(e, o->stdin_fd, o->stdout_fd, o->stderr_fd, stdio, close_after, err);
 	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)

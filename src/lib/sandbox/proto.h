@@ -38,7 +38,8 @@ typedef struct msg {
  * working directory if EXEC_WORKDIR, argv, then the environment if
  * EXEC_ENV). SCM_RIGHTS carries the exec's own socket, its stdin, stdout
  * and stderr, and with EXEC_FD3 the fd it gets as fd 3. */
-enum { EXEC_WORKDIR = 1, EXEC_ENV = 2, EXEC_FD3 = 4 };
+enum { EXEC_WORKDIR = 1, EXEC_ENV = 2, EXEC_FD3 = 4,
+       EXEC_FILE = 8 };   /* argv is a file operation (child/fileop.c), run instead of execve */
 #define EXEC_REQ_MAX (128 * 1024)
 #define EXEC_ARGS_MAX 4096
 typedef struct exec_req {

@@ -154,6 +154,10 @@ int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stder
 /* exec.c: a long-lived sandbox's configuration (its audit.* and code.*
  * govern its execs and cells), or NULL for any other handle. */
 const nsbox_config *sandbox_config(const nsbox_sandbox *sb);
+/* exec.c: an exec of the files API (child/fileop.c): argv is OP PATH
+ * [ARGS]; its stdout and stderr are stdout_fd. */
+int sandbox_exec_file(nsbox_sandbox *sb, const char *const *argv, int stdin_fd, int stdout_fd, nsbox_sandbox **out,
+                      nsbox_error **err);
 /* exec.c: release what an exec owns (its plan copy). */
 void exec_release(nsbox_sandbox *sb);
 /* exec.c: a long-lived sandbox's setup: wait until its keeper is ready. */
