@@ -1,6 +1,7 @@
 """The result of a run: the record of `nsbox run --json`, as attributes."""
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -86,12 +87,16 @@ class Result:
     attribute; ``record`` is that record as a dict (what ``nsbox run --json``
     prints for the same run)."""
 
-    __slots__ = ("record", "error", "changes")
+    __slots__ = ("record", "error", "changes", "results")
 
     def __init__(self, record: Dict[str, Any]) -> None:
         self.record = record
         self.error: Optional[RunError] = RunError.from_record(record.get("error"))
         self.changes: List[Change] = [Change.from_record(c) for c in record.get("changes") or []]
+        # A context cell's rich results: its last expression and its
+        # display() calls, each a mapping from MIME type to data (str for
+        # text types, bytes for binary ones such as image/png).
+        self.results: List[Dict[str, Any]] = [_decode(b) for b in record.get("results") or []]
 
     # The record's fields, typed. --------------------------------------------
     @property
@@ -229,6 +234,24 @@ class Result:
 
     def __repr__(self) -> str:
         return "<nsbox.Result %s exit_code=%r duration_ms=%.1f>" % (self.status, self.exit_code, self.duration_ms)
+
+
+def _textual(mime: str) -> bool:
+    return mime.startswith("text/") or mime in ("application/json", "image/svg+xml") or mime.endswith("+json") \
+        or mime.endswith("+xml")
+
+
+def _decode(bundle: Dict[str, str]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for mime, data in bundle.items():
+        if _textual(mime):
+            out[mime] = data
+        else:
+            try:
+                out[mime] = base64.b64decode(data, validate=True)
+            except ValueError:
+                out[mime] = data
+    return out
 
 
 def fsdecode(b: bytes) -> str:

@@ -95,7 +95,11 @@ class Agent:
             n = struct.unpack(">I", self.buf[:4])[0]
             if len(self.buf) >= 4 + n:
                 frame, self.buf = self.buf[4:4 + n], self.buf[4 + n:]
-                return json.loads(frame.decode("utf-8"))
+                r = json.loads(frame.decode("utf-8"))
+                if "id" in r:   # a reply: its rich results (a list, always there) kept apart
+                    assert isinstance(r.get("results"), list), r
+                    self.results = r.pop("results")
+                return r
         return None
 
     def reply(self):
@@ -396,3 +400,24 @@ def test_node_what_a_cell_sees():
         assert a.run("try { process.exit(4) } catch (e) { 'caught' }")[1] == "'caught'\n"
     finally:
         a.close()
+
+
+def test_rich_results(agent, lang):
+    """The last expression and display() come back as MIME bundles
+    (text/plain always; the object's own _repr_*_ where it has them)."""
+    if lang["name"] == "python":
+        code = ("class H:\n    def _repr_html_(self): return '<b>h</b>'\n    def _repr_png_(self): return b'\\x89PNG'\n"
+                "display(H())\n{'k': [1, 2]}")
+        agent.run(code)
+        assert agent.results[0]["text/html"] == "<b>h</b>"
+        assert agent.results[0]["image/png"] == "iVBORw=="   # base64 of b"\x89PNG"
+        assert agent.results[1] == {"text/plain": "{'k': [1, 2]}"}
+        # a cell's results are bounded (8 MiB); past that, one says so
+        agent.run("class B:\n    def _repr_html_(self): return 'x' * (3 << 20)\nfor i in range(3): display(B())")
+        assert [len(b.get("text/html", "")) for b in agent.results] == [3 << 20, 3 << 20, 0]
+        assert "dropped" in agent.results[2]["text/plain"]
+    else:
+        agent.run("({k: [1, 2]})")
+        assert agent.results == [{"text/plain": "{ k: [ 1, 2 ] }", "application/json": '{"k":[1,2]}'}]
+    agent.run(lang["stmt"])
+    assert agent.results == []

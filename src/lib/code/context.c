@@ -397,6 +397,52 @@ static bool syntax_error(const char *lang, const char *text)
 	return false;
 }
 
+/* A MIME type as a result's key: type/subtype of letters, digits and
+ * + - . (no quoting needed anywhere it is shown). */
+static bool mime_ok(const char *m)
+{
+	size_t n = strlen(m), slashes = 0;
+	if (n < 3 || n > 100)
+		return false;
+	for (const char *c = m; *c; c++) {
+		if (*c == '/')
+			slashes++;
+		else if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '+' || *c == '-' || *c == '.'))
+			return false;
+	}
+	return slashes == 1 && m[0] != '/' && m[n - 1] != '/';
+}
+
+/* The reply's rich results (hostile: the agent runs the sandbox's code),
+ * kept as JSON of what was checked: a list of objects whose keys are MIME
+ * types and whose values are strings. The frame's own bound (16 MiB)
+ * bounds their size; their number is bounded here. */
+static char *results_of(json_t *reply)
+{
+	json_t *in = json_object_get(reply, "results"), *out = json_array();
+	if (!out)
+		return NULL;
+	size_t i;
+	json_t *b;
+	json_array_foreach(json_is_array(in) ? in : NULL, i, b) {
+		if (i >= 256 || !json_is_object(b))
+			break;
+		json_t *ok = json_object();
+		const char *k;
+		json_t *v;
+		json_object_foreach(b, k, v)
+			if (mime_ok(k) && json_is_string(v))
+				json_object_set(ok, k, v);
+		if (json_object_size(ok))
+			json_array_append_new(out, ok);
+		else
+			json_decref(ok);
+	}
+	char *text = json_dumps(out, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(out);
+	return text;
+}
+
 /* The reply of an agent that answered: its status, as a run's end. */
 static void cell_reply(const nsbox_context *c, json_t *reply, bool timed_out, uint64_t timeout_ms, cell_end *e)
 {
@@ -597,9 +643,11 @@ int context_cell(nsbox_context *c, const nsbox_run_options *o, nsbox_result **re
 	double ms = now_ms() - t0;
 	cell_end end = { .status = NSBOX_STATUS_EXITED };
 	json_t *jid = reply ? json_object_get(reply, "id") : NULL;
+	char *results = NULL;
 	if (reply && json_is_integer(jid) && json_integer_value(jid) == (json_int_t) cell &&
 	    json_is_string(json_object_get(reply, "status")) && json_is_integer(json_object_get(reply, "exit_code"))) {
 		cell_reply(c, reply, timed_out, timeout_ms, &end);
+		results = results_of(reply);
 	} else {
 		/* No answer, or not one we can trust: the interpreter goes (what
 		 * it printed last is kept), and the next cell gets a fresh one. */
@@ -615,6 +663,10 @@ int context_cell(nsbox_context *c, const nsbox_run_options *o, nsbox_result **re
 	}
 	json_decref(reply);
 	nsbox_result *r = cell_record(c, cell, restarted, &end, ms, caps, captured, &base, timeout_ms);
+	if (r)
+		r->results_json = results;
+	else
+		free(results);
 	pthread_mutex_unlock(&c->lock);
 	capture_free(&caps[0]);
 	capture_free(&caps[1]);

@@ -232,6 +232,7 @@ void nsbox_result_free(nsbox_result *r)
 	free(r->namespaces_json);
 	free(r->code_json);
 	free(r->preloaded_json);
+	free(r->results_json);
 	free(r->network);
 	free(r->seccomp);
 	free(r->image_digest);

@@ -244,6 +244,7 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 		bool_field(&b, "restarted", r->cell_restarted);
 		bool_field(&b, "state_lost", r->cell_state_lost);
 		buf_puts(&b, "}");
+		buf_printf(&b, ",\"results\":%s", r->results_json ? r->results_json : "[]");
 	}
 	if (r->pool_run) {
 		buf_printf(&b, ",\"pool\":{\"warm\":%s,\"preloaded\":%s,\"cold_reason\":",

@@ -141,6 +141,7 @@ struct nsbox_result {
 	unsigned cell;
 	bool cell_restarted;  /* this cell started a fresh interpreter */
 	bool cell_state_lost; /* the interpreter did not survive this cell */
+	char *results_json;   /* its rich results, checked JSON (a list of MIME bundles), or NULL */
 	/* A pool's run (run/run.c): POOL_RUN_WARM or POOL_RUN_COLD (with the
 	 * reason, static), and what the pool preloads, as a JSON array. */
 	enum { POOL_RUN_NONE = 0, POOL_RUN_WARM, POOL_RUN_COLD } pool_run;

@@ -179,7 +179,7 @@
   function finish(cell, status, exitCode, error) {
     if (cell.done) return;
     cell.done = true;
-    send({ id: cell.id, status, exit_code: exitCode, error });
+    send({ id: cell.id, status, exit_code: exitCode, error, results: cell.results || [] });
     current = null;
     next();
   }
@@ -195,8 +195,23 @@
     report(e);
     finish(cell, 'error', 1, describe(e));
   }
-  function display(v) {
-    if (v !== undefined) stdout.write(inspect(v) + '\n');
+  // The completion value: shown on stdout, and a result by MIME type
+  // (text/plain as inspect shows it; application/json for data JSON can
+  // carry). Bounded like the Python agent's.
+  function display(v, cell) {
+    if (v === undefined) return;
+    let plain = 'undefined';
+    try { plain = inspect(v); } catch (_) { /* a hostile getter */ }
+    stdout.write(plain + '\n');
+    if (!cell) return;
+    const b = { 'text/plain': text(plain) };
+    try {
+      if (v !== null && (typeof v === 'object' || typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean')) {
+        const j = JSON.stringify(v);
+        if (typeof j === 'string' && j.length <= (8 << 20)) b['application/json'] = j;
+      }
+    } catch (_) { /* cycles, BigInt, getters */ }
+    (cell.results = cell.results || []).push(b);
   }
   function start(cell, code) {
     const filename = '<cell ' + ++count + '>';
@@ -215,12 +230,12 @@
         cell.gen = guard.gen();
         value.then((v) => {
           if (cell.done) return;
-          try { display(v); } catch (e) { return fail(cell, e); }
+          try { display(v, cell); } catch (e) { return fail(cell, e); }
           finish(cell, 'ok', 0, null);
         }, (e) => fail(cell, e));
         return;
       }
-      display(value);
+      display(value, cell);
     } catch (e) {
       return fail(cell, e);
     }

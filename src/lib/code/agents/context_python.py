@@ -102,6 +102,92 @@ def _nsbox_agent():
         futures |= getattr(__future__, f).compiler_flag
     count = 0
 
+    # Rich results (the IPython display protocol, without IPython): the
+    # cell's last expression and each display(obj) become a bundle of
+    # representations by MIME type; matplotlib draws off screen (Agg) and
+    # each figure left open at the end of a cell is a PNG. Binary data is
+    # base64 (JSON carries text). Bounded: a cell's results at most
+    # RESULTS_MAX bytes, the rest dropped and said so.
+    import base64, io
+    b64 = base64.b64encode
+    results, results_size = [], [0]
+    RESULTS_MAX = 8 << 20
+    reprs = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"), ("image/svg+xml", "_repr_svg_"),
+             ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"), ("text/latex", "_repr_latex_"),
+             ("application/json", "_repr_json_"))
+
+    def bundle(obj):
+        out = {}
+        try:
+            mb = getattr(obj, "_repr_mimebundle_", None)
+            got = mb() if callable(mb) else None
+            if isinstance(got, tuple):
+                got = got[0]
+            if isinstance(got, dict):
+                out.update((k, v) for k, v in got.items() if isinstance(k, str))
+        except Exception:
+            pass
+        for mime, meth in reprs:
+            if mime in out:
+                continue
+            try:
+                f = getattr(obj, meth, None)
+                v = f() if callable(f) else None
+            except Exception:
+                v = None
+            if isinstance(v, tuple):
+                v = v[0]
+            if v is not None:
+                out[mime] = v
+        try:
+            out.setdefault("text/plain", repr(obj))
+        except Exception:
+            out.setdefault("text/plain", "<repr failed>")
+        enc = {}
+        for mime, v in out.items():
+            if isinstance(v, (bytes, bytearray)):
+                enc[mime] = b64(bytes(v)).decode()
+            elif mime == "application/json" and not isinstance(v, str):
+                try:
+                    enc[mime] = dumps(v)
+                except (TypeError, ValueError):
+                    pass
+            elif isinstance(v, str):
+                enc[mime] = text(v) if mime == "text/plain" else v
+        return enc
+
+    def keep(b):
+        size = sum(len(k) + len(v) for k, v in b.items())
+        if results_size[0] + size > RESULTS_MAX:
+            b = {"text/plain": "[result dropped: the cell's results passed %d bytes]" % RESULTS_MAX}
+            size = 0
+        results_size[0] += size
+        results.append(b)
+
+    def display(*objs, **_):
+        for o in objs:
+            keep(bundle(o))
+
+    builtins.display = display
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import warnings
+    warnings.filterwarnings("ignore", message=".*is non-interactive, and thus cannot be shown")
+
+    def figures():
+        # The figures a cell left open, each as a PNG, then closed.
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        try:
+            for num in plt.get_fignums():
+                fig = plt.figure(num)
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png")
+                keep({"image/png": b64(buf.getvalue()).decode(), "text/plain": repr(fig)})
+            plt.close("all")
+        except Exception as e:
+            write(2, ("nsbox context: a figure could not be drawn: %s\n" % describe(e)).encode())
+
     def run(code):
         nonlocal future
         name = "<cell %d>" % count
@@ -118,6 +204,13 @@ def _nsbox_agent():
             value = eval(compile(last, name, "eval", future, True), ns)
             if value is not None:
                 print(repr(value))
+                if not (value.__class__.__module__ == "matplotlib.figure" and plt_open(value)):
+                    keep(bundle(value))
+
+    def plt_open(fig):
+        # A figure shown as the last expression is returned once, as a PNG.
+        plt = sys.modules.get("matplotlib.pyplot")
+        return plt is not None and getattr(fig, "number", None) in plt.get_fignums()
 
     signal.signal(signal.SIGINT, on_sigint)
     send({"ready": True, "lang": "python", "version": platform.python_version()})
@@ -140,6 +233,8 @@ def _nsbox_agent():
             die("a cell needs an integer id and a string code")
         count += 1
         status, exit_code, error = "ok", 0, None
+        del results[:]
+        results_size[0] = 0
         try:
             signal.signal(signal.SIGINT, on_sigint)
             running[0] = True
@@ -166,9 +261,10 @@ def _nsbox_agent():
         except BaseException as e:
             status, exit_code, error = "error", 1, describe(e)
             show(e)
+        figures()
         flush()
         signal.signal(signal.SIGINT, on_sigint)
-        send({"id": rid, "status": status, "exit_code": exit_code, "error": error})
+        send({"id": rid, "status": status, "exit_code": exit_code, "error": error, "results": results})
 
 
 _nsbox_agent()

@@ -1,0 +1,78 @@
+"""The stateful sandbox agents build on: contexts that stream, interrupt and
+return rich results; files in and out (test_files.py); run as root and as
+unprivileged users by python.test."""
+import asyncio
+import threading
+import time
+
+import pytest
+
+import nsbox
+
+
+@pytest.fixture(scope="module")
+def live(default_image):
+    with nsbox.Sandbox(image=default_image, memory="1g").start() as lv:
+        yield lv
+
+
+def test_rich_results_from_a_python_cell(live):
+    c = live.context("python")
+    r = c.run("class T:\n    def _repr_html_(self): return '<i>t</i>'\ndisplay(T(), {'a': 1})\n6 * 7")
+    assert r.ok and r.stdout == "42\n"   # the last value is shown, as before
+    assert [b.get("text/html") for b in r.results] == ["<i>t</i>", None, None]
+    assert [b["text/plain"] for b in r.results[1:]] == ["{'a': 1}", "42"]
+    assert r.record["results"][0]["text/html"] == "<i>t</i>"
+    has_mpl = c.run("import importlib.util; print(importlib.util.find_spec('matplotlib') is not None)")
+    if has_mpl.stdout.strip() != "True":
+        pytest.skip("the image has no matplotlib: figures as PNG are not tested here")
+    r = c.run("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()")
+    pngs = [b["image/png"] for b in r.results if "image/png" in b]
+    assert r.ok and len(pngs) == 1 and pngs[0].startswith(b"\x89PNG\r\n\x1a\n"), r.stderr
+    assert c.run("print(len(plt.get_fignums()))").stdout == "0\n"   # returned, then closed
+
+
+def test_a_cell_streams_its_output(live):
+    got = []
+    r = live.context("python").run("import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.2)",
+                                   on_stdout=got.append)
+    assert r.ok and "".join(got) == "0\n1\n2\n" and len(got) >= 2
+
+
+def test_interrupt_keeps_the_state(live):
+    c = live.context("python")
+    c.run("kept = 5")
+    got = []
+    t = threading.Thread(target=lambda: got.append(c.run("import time\nprint('in', flush=True)\ntime.sleep(60)",
+                                                         on_stdout=lambda s: got.append(s))))
+    t.start()
+    for _ in range(200):
+        if "in\n" in got:
+            break
+        time.sleep(0.05)
+    c.interrupt()
+    t.join(30)
+    r = got[-1]
+    assert r.error.kind == "interrupted" and r.exit_code == 130 and "KeyboardInterrupt" in r.stderr
+    assert c.run("print(kept)").stdout == "5\n"
+
+
+def test_arun_and_cancel(live):
+    c = live.context("python")
+
+    async def go():
+        r = await c.arun("x = 40 + 2\nx")
+        assert r.stdout == "42\n"
+        t = asyncio.ensure_future(c.arun("import time\ntime.sleep(60)"))
+        await asyncio.sleep(0.5)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+        return (await c.arun("print(x)")).stdout
+
+    assert asyncio.run(go()) == "42\n"
+
+
+def test_node_cells_return_json(live):
+    r = live.context("node").run("({n: [1, 2]})")
+    assert r.results == [{"text/plain": "{ n: [ 1, 2 ] }", "application/json": '{"n":[1,2]}'}]
