@@ -7,7 +7,7 @@ import functools
 import os
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from . import _nsbox
 from .result import Result
@@ -15,7 +15,7 @@ from .result import Result
 if TYPE_CHECKING:
     from .sandbox import Argv, OutputCallback, Sandbox, Stdin
 
-__all__ = ["LiveSandbox", "Context", "Files", "FileInfo", "CONTEXT_LANGUAGES"]
+__all__ = ["LiveSandbox", "Context", "Files", "FileInfo", "Process", "Logs", "CONTEXT_LANGUAGES"]
 
 # The languages a context can run (the library's agents, src/lib/code/agents/).
 CONTEXT_LANGUAGES = ("python", "node")
@@ -122,6 +122,55 @@ class Files:
         await self._a(self.remove, path, **kw)
 
 
+@dataclass(frozen=True)
+class Logs:
+    """A background process's output: the last bytes of each stream (a
+    bounded ring), decoded as UTF-8 with replacement, and how many bytes it
+    wrote in all."""
+    stdout: str
+    stderr: str
+    stdout_bytes: int
+    stderr_bytes: int
+
+
+class Process:
+    """A command running in the background of a long-lived sandbox (made by
+    ``LiveSandbox.spawn``): it outlives the call that started it and ends
+    with the sandbox, or when killed. Its record (``wait()``) is a run's."""
+
+    def __init__(self, live: "LiveSandbox", proc: Any, argv: List[str]) -> None:
+        self._live, self._proc, self.argv = live, proc, argv
+
+    @property
+    def id(self) -> str:
+        return self._proc.id
+
+    @property
+    def running(self) -> bool:
+        return self._proc.running
+
+    def logs(self) -> Logs:
+        out, n_out = _call(self._proc.logs, 1)
+        err, n_err = _call(self._proc.logs, 2)
+        return Logs(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), n_out, n_err)
+
+    def wait(self, timeout: Union[None, str, float] = None) -> Result:
+        """Its record once it ends; TimeoutError if it still runs after
+        ``timeout`` (None: wait as long as it takes)."""
+        from .sandbox import _result, _timeout_ms
+        text = _call(self._proc.wait, _timeout_ms(timeout))
+        if text is None:
+            raise TimeoutError("process %s still runs" % self.id)
+        return _result(text)
+
+    def kill(self, sig: int = 9) -> bool:
+        """Signal it (SIGKILL: it and all it started); False once it ended."""
+        return bool(self._proc.kill(int(sig)))
+
+    def __repr__(self) -> str:
+        return "nsbox.Process(id=%r, argv=%r, running=%r)" % (self.id, self.argv, self.running)
+
+
 class LiveSandbox:
     """A sandbox that stays up: ``exec`` runs commands in it one after another
     (or at once, from several threads), files persist between them, and
@@ -136,6 +185,7 @@ class LiveSandbox:
     def __init__(self, sandbox: "Sandbox") -> None:
         self._sandbox = sandbox
         self._contexts: List["Context"] = []
+        self._processes: List[Process] = []
         self._lock = threading.Lock()
         self._live = _call(_nsbox.Live, sandbox.policy, sandbox._settings)
         self.files = Files(self)
@@ -191,6 +241,28 @@ class LiveSandbox:
         return await _in_thread(lambda h: self._exec(a, None, None, kwargs.get("stdin"), kwargs.get("timeout"),
                                                      kwargs.get("workdir"), kwargs.get("on_stdout"),
                                                      kwargs.get("on_stderr"), h))
+
+    def spawn(self, argv: "Argv", *, env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+              timeout: Union[None, str, float] = None, log_bytes: int = 1 << 20) -> Process:
+        """Start a command in the background (a server, a watcher): its
+        output is kept in a ring of the last ``log_bytes`` per stream
+        (``Process.logs()``); ``env`` is set over the sandbox's environment.
+        It runs until it exits, is killed, or the sandbox ends, or for
+        ``timeout`` at most (default: no bound)."""
+        from .sandbox import _argv, _timeout_ms
+        a = _argv(argv)
+        e = None if env is None else ["%s=%s" % kv for kv in env.items()]
+        ms = _timeout_ms(timeout)
+        proc = _call(self._live.spawn, a, e, cwd, ms, int(log_bytes))
+        p = Process(self, proc, [x if isinstance(x, str) else x.decode() for x in a])
+        with self._lock:
+            self._processes.append(p)
+        return p
+
+    def processes(self) -> List[Process]:
+        """The background processes started here (running or ended)."""
+        with self._lock:
+            return list(self._processes)
 
     def context(self, language: str = "python", name: Optional[str] = None) -> "Context":
         """A persistent interpreter in this sandbox (started now)."""

@@ -21,6 +21,7 @@
 #include "pool.h"
 
 typedef struct Context Context;
+typedef struct Process Process;
 
 typedef struct {
 	PyObject_HEAD
@@ -30,7 +31,15 @@ typedef struct {
 	unsigned busy;          /* calls using sb */
 	bool closing;
 	Context *contexts;      /* open ones: stopped before the sandbox goes */
+	Process *processes;     /* likewise */
 } Live;
+
+struct Process {
+	PyObject_HEAD
+	Live *live;             /* a reference: the sandbox outlives its processes */
+	nsbox_process *proc;
+	Process *next;          /* in live->processes, under live->lock */
+};
 
 struct Context {
 	PyObject_HEAD
@@ -43,6 +52,7 @@ struct Context {
 };
 
 static void context_shut(Context *c);
+static void process_shut(Process *p);
 
 static PyTypeObject ContextType;
 
@@ -130,6 +140,13 @@ static void live_shut(Live *l)
 		l->contexts = c->next;
 		pthread_mutex_unlock(&l->lock);
 		context_shut(c);
+		pthread_mutex_lock(&l->lock);
+	}
+	while (l->processes) {
+		Process *p = l->processes;
+		l->processes = p->next;
+		pthread_mutex_unlock(&l->lock);
+		process_shut(p);
 		pthread_mutex_lock(&l->lock);
 	}
 	(void) nsbox_sandbox_kill(l->sb, SIGKILL);
@@ -409,6 +426,173 @@ static PyObject *live_file_mkdir(Live *l, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* ---- background processes ------------------------------------------------------------ */
+
+static PyTypeObject ProcessType;
+
+/* spawn(argv, env, workdir, timeout_ms, log_bytes) -> Process */
+static PyObject *live_spawn(Live *l, PyObject *args)
+{
+	PyObject *argv, *env, *workdir;
+	unsigned long long timeout_ms, log_bytes;
+	if (!PyArg_ParseTuple(args, "OOOKK", &argv, &env, &workdir, &timeout_ms, &log_bytes))
+		return NULL;
+	const char **av = NULL, **ev = NULL;
+	const char *wd = NULL;
+	if (strings(argv, &av) < 0 || (env != Py_None && strings(env, &ev) < 0) ||
+	    (workdir != Py_None && !(wd = PyUnicode_AsUTF8(workdir)))) {
+		PyMem_Free(av);
+		PyMem_Free(ev);
+		return NULL;
+	}
+	Process *p = (Process *) ProcessType.tp_alloc(&ProcessType, 0);
+	if (!p || !enter(l)) {
+		Py_XDECREF(p);
+		PyMem_Free(av);
+		PyMem_Free(ev);
+		return NULL;
+	}
+	nsbox_process_options o = { .version = NSBOX_PROCESS_OPTIONS_VERSION, .flags = ev ? NSBOX_EXEC_ENV_ADD : 0,
+	                            .argv = av, .envp = ev, .workdir = wd, .timeout_ms = timeout_ms,
+	                            .log_bytes = log_bytes };
+	nsbox_error *e = NULL;
+	int r = nsbox_process_start(l->sb, &o, &p->proc, &e);
+	if (r == 0) {
+		Py_INCREF(l);
+		p->live = l;
+		pthread_mutex_lock(&l->lock);
+		p->next = l->processes;
+		l->processes = p;
+		pthread_mutex_unlock(&l->lock);
+	}
+	leave(l);
+	PyMem_Free(av);
+	PyMem_Free(ev);
+	if (r < 0) {
+		Py_DECREF(p);
+		return raise_error(e, r);
+	}
+	return (PyObject *) p;
+}
+
+/* Kill it if it runs and release it, once; off the sandbox's list. */
+static void process_shut(Process *p)
+{
+	Live *l = p->live;
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	nsbox_process *proc = p->proc;
+	p->proc = NULL;
+	for (Process **q = &l->processes; *q; q = &(*q)->next)
+		if (*q == p) {
+			*q = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&l->lock);
+	nsbox_process_free(proc);
+}
+
+static nsbox_process *proc_of(Process *p)
+{
+	if (!p->proc)
+		PyErr_SetString(PyExc_ValueError, "the process was closed with its sandbox");
+	return p->proc;
+}
+
+static PyObject *process_id(Process *p, void *unused)
+{
+	(void) unused;
+	return p->proc ? PyUnicode_FromString(nsbox_process_id(p->proc)) : (Py_INCREF(Py_None), Py_None);
+}
+
+static PyObject *process_running(Process *p, void *unused)
+{
+	(void) unused;
+	return PyBool_FromLong(p->proc && nsbox_process_running(p->proc));
+}
+
+/* logs(stream) -> (bytes, total) */
+static PyObject *process_logs(Process *p, PyObject *args)
+{
+	int stream;
+	if (!PyArg_ParseTuple(args, "i", &stream) || !proc_of(p))
+		return NULL;
+	char *text = NULL;
+	size_t len = 0;
+	uint64_t total = 0;
+	nsbox_error *e = NULL;
+	int r = nsbox_process_logs(p->proc, stream, &text, &len, &total, &e);
+	if (r < 0)
+		return raise_error(e, r);
+	PyObject *ret = Py_BuildValue("(y#K)", text, (Py_ssize_t) len, (unsigned long long) total);
+	free(text);
+	return ret;
+}
+
+static PyObject *process_kill(Process *p, PyObject *args)
+{
+	int sig;
+	if (!PyArg_ParseTuple(args, "i", &sig) || !proc_of(p))
+		return NULL;
+	return PyBool_FromLong(nsbox_process_kill(p->proc, sig) == 0);
+}
+
+/* wait(timeout_ms) -> JSON record, or None on the timeout */
+static PyObject *process_wait(Process *p, PyObject *args)
+{
+	unsigned long long ms;
+	if (!PyArg_ParseTuple(args, "K", &ms) || !proc_of(p))
+		return NULL;
+	nsbox_result *res = NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_process_wait(p->proc, ms, &res, &e);
+	Py_END_ALLOW_THREADS
+	if (r == -ETIMEDOUT) {
+		nsbox_error_free(e);
+		Py_RETURN_NONE;
+	}
+	if (r < 0)
+		return raise_error(e, r);
+	return result_json(res);
+}
+
+static void process_dealloc(Process *p)
+{
+	Live *l = p->live;
+	Py_BEGIN_ALLOW_THREADS
+	process_shut(p);
+	Py_END_ALLOW_THREADS
+	Py_XDECREF(l);
+	Py_TYPE(p)->tp_free((PyObject *) p);
+}
+
+static PyMethodDef process_methods[] = {
+	{ "logs", (PyCFunction) process_logs, METH_VARARGS, "The last output of a stream and its total." },
+	{ "kill", (PyCFunction) process_kill, METH_VARARGS, "Signal it." },
+	{ "wait", (PyCFunction) process_wait, METH_VARARGS, "Its record once it ends, or None." },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef process_getset[] = {
+	{ "id", (getter) process_id, NULL, "the process's id", NULL },
+	{ "running", (getter) process_running, NULL, "whether it runs", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject ProcessType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "nsbox._nsbox.Process",
+	.tp_basicsize = sizeof(Process),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A background process of a long-lived sandbox.",
+	.tp_dealloc = (destructor) process_dealloc,
+	.tp_methods = process_methods,
+	.tp_getset = process_getset,
+};
+
 static PyObject *live_id(Live *l, void *unused)
 {
 	(void) unused;
@@ -421,6 +605,7 @@ static PyObject *live_id(Live *l, void *unused)
 
 static PyMethodDef live_methods[] = {
 	{ "exec", (PyCFunction) live_exec, METH_VARARGS, "Run a command or code in the sandbox; the JSON record." },
+	{ "spawn", (PyCFunction) live_spawn, METH_VARARGS, "Start a background process." },
 	{ "file_read", (PyCFunction) live_file_read, METH_VARARGS, "A file's bytes." },
 	{ "file_write", (PyCFunction) live_file_write, METH_VARARGS, "Write a file." },
 	{ "file_list", (PyCFunction) live_file_list, METH_VARARGS, "A directory's entries." },
@@ -638,7 +823,7 @@ static PyTypeObject ContextType = {
 
 int live_types_add(PyObject *m)
 {
-	if (PyType_Ready(&LiveType) < 0 || PyType_Ready(&ContextType) < 0)
+	if (PyType_Ready(&LiveType) < 0 || PyType_Ready(&ContextType) < 0 || PyType_Ready(&ProcessType) < 0)
 		return -1;
 	Py_INCREF(&LiveType);
 	if (PyModule_AddObject(m, "Live", (PyObject *) &LiveType) < 0) {

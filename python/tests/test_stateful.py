@@ -76,3 +76,34 @@ def test_arun_and_cancel(live):
 def test_node_cells_return_json(live):
     r = live.context("node").run("({n: [1, 2]})")
     assert r.results == [{"text/plain": "{ n: [ 1, 2 ] }", "application/json": '{"n":[1,2]}'}]
+
+
+def test_background_processes(rootfs):
+    with nsbox.Sandbox(rootfs=rootfs).start() as lv:
+        p = lv.spawn("i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done")
+        for _ in range(200):
+            if "tick 2" in p.logs().stdout:
+                break
+            time.sleep(0.05)
+        assert p.running and "tick 2" in p.logs().stdout
+        # it outlives the calls around it: execs come and go
+        assert "sleep" in lv.exec(["ps"]).stdout or lv.exec(["true"]).ok
+        assert p in lv.processes() and p.running
+        with pytest.raises(TimeoutError):
+            p.wait(0.2)
+        assert p.kill()
+        r = p.wait(10)
+        assert (r.status, r.signal, p.running) == ("signaled", 9, False)
+        assert not p.kill()   # it ended
+        # a payload that floods its log: the ring keeps the last bytes, and
+        # counts them all
+        f = lv.spawn("yes | head -c 3000000; echo end", log_bytes=1000)
+        assert f.wait(30).ok
+        logs = f.logs()
+        assert len(logs.stdout.encode()) == 1000 and logs.stdout.endswith("y\nend\n")
+        assert logs.stdout_bytes == 3000004
+        last = lv.spawn(["sleep", "600"])
+    # ... and it ends with the sandbox
+    assert not last.running
+    with pytest.raises(ValueError, match="closed with its sandbox"):
+        last.wait(1)

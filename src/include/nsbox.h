@@ -185,7 +185,8 @@ typedef struct nsbox_exec_options {
 	int stdout_fd;              /* pass-through target; -1: the caller's fd 1 */
 	int stderr_fd;              /* pass-through target; -1: the caller's fd 2 */
 	int fd3;                    /* -1, or an fd the command gets as its fd 3 */
-	uint64_t timeout_ms;        /* 0: the configuration's timeout (0 there: none) */
+	uint64_t timeout_ms;        /* 0: the configuration's timeout (0 there: none);
+	                             * NSBOX_TIMEOUT_NONE: none */
 	int signal_fd;              /* as in nsbox_spawn_options, or -1 */
 	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
 	void *output_userdata;
@@ -252,6 +253,40 @@ int nsbox_file_remove(nsbox_sandbox *sb, const char *path, bool recursive, nsbox
 int nsbox_file_mkdir(nsbox_sandbox *sb, const char *path, unsigned mode, nsbox_error **err);
 void nsbox_file_info_free(nsbox_file_info *v, size_t n);
 
+/* ---- background processes in a long-lived sandbox ------------------------ */
+
+/* A command that runs in the background (a server, a watcher): a governed
+ * run like an exec (the same record and audit line when it ends), in a
+ * thread of the library's, its output kept meanwhile in a bounded ring per
+ * stream (the last log_bytes). It outlives the call that started it and
+ * ends with the sandbox, or by nsbox_process_kill(). Free every process
+ * before its sandbox. Thread-safe. */
+typedef struct nsbox_process nsbox_process;
+#define NSBOX_PROCESS_OPTIONS_VERSION 1
+typedef struct nsbox_process_options {
+	uint32_t version;           /* NSBOX_PROCESS_OPTIONS_VERSION */
+	uint32_t flags;             /* NSBOX_EXEC_ENV_ADD */
+	const char *const *argv;    /* required */
+	const char *const *envp;    /* as nsbox_exec_options */
+	const char *workdir;
+	uint64_t timeout_ms;        /* 0: none (it runs until it ends or is killed) */
+	uint64_t log_bytes;         /* per stream; 0: 1 MiB */
+} nsbox_process_options;
+int nsbox_process_start(nsbox_sandbox *sb, const nsbox_process_options *o, nsbox_process **out, nsbox_error **err);
+/* 16 hex digits, unique in practice. */
+const char *nsbox_process_id(const nsbox_process *p);
+bool nsbox_process_running(nsbox_process *p);
+/* The last bytes of stream 1 or 2 (malloc'ed, NUL-terminated; *len its
+ * length) and *total (may be NULL) every byte it wrote. */
+int nsbox_process_logs(nsbox_process *p, int stream, char **out, size_t *len, uint64_t *total, nsbox_error **err);
+/* Signal it (SIGKILL: it and all it started); -ESRCH once it ended. */
+int nsbox_process_kill(nsbox_process *p, int sig);
+/* Wait for its end (timeout_ms 0: for ever; -ETIMEDOUT): *out (may be
+ * NULL) a copy of its record. */
+int nsbox_process_wait(nsbox_process *p, uint64_t timeout_ms, nsbox_result **out, nsbox_error **err);
+/* Kills it if it runs, waits, releases it. */
+void nsbox_process_free(nsbox_process *p);
+
 /* ---- the governed run: one entry point for every door ------------------- */
 
 /* Code contexts: a persistent interpreter in a long-lived sandbox whose
@@ -294,6 +329,9 @@ void nsbox_cancel_free(nsbox_cancel *c);
 #define NSBOX_RUN_UNDUMPABLE (1u << 3)
 
 #define NSBOX_RUN_OPTIONS_VERSION 1
+/* A run's (or an exec's) timeout_ms meaning none at all, whatever the
+ * configuration says. */
+#define NSBOX_TIMEOUT_NONE UINT64_MAX
 
 typedef struct nsbox_run_options {
 	uint32_t version;           /* NSBOX_RUN_OPTIONS_VERSION */

@@ -607,7 +607,7 @@ int context_cell(nsbox_context *c, const nsbox_run_options *o, nsbox_result **re
 	unsigned cell = ++c->cells;
 	(void) json_object_set_new(req, "id", json_integer((json_int_t) cell));
 	const nsbox_config *cfg = sandbox_config(c->sb);
-	uint64_t timeout_ms = o->timeout_ms ? o->timeout_ms : cfg->timeout_ms;
+	uint64_t timeout_ms = o->timeout_ms == NSBOX_TIMEOUT_NONE ? 0 : o->timeout_ms ? o->timeout_ms : cfg->timeout_ms;
 	bool captured = o->flags & NSBOX_SPAWN_CAPTURE;
 	capture caps[2];
 	capture_init(&caps[0], c->sb->plan->output_cap);

@@ -233,6 +233,7 @@ void nsbox_result_free(nsbox_result *r)
 	free(r->code_json);
 	free(r->preloaded_json);
 	free(r->results_json);
+	free(r->raw_json);
 	free(r->network);
 	free(r->seccomp);
 	free(r->image_digest);

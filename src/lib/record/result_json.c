@@ -159,6 +159,10 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 {
 	if (!r || !out)
 		return nsbox_err(err, EINVAL, "result", "render result: missing argument");
+	if (r->raw_json) {   /* read back from a record: as it was written */
+		*out = strdup(r->raw_json);
+		return *out ? 0 : nsbox_err(err, ENOMEM, "result", "render result");
+	}
 	buf b = { 0 };
 	buf_printf(&b, "{\"version\":1,\"id\":\"%s\",", r->id);
 	if (r->sandbox_id[0])   /* an exec in a long-lived sandbox: which */

@@ -200,7 +200,7 @@ static int fresh_config(run *r, const nsbox_config *base, nsbox_error **err)
 		int rc = code_config(base, r->lang, o->code, o->code_len, &r->own, err);
 		if (rc < 0)
 			return rc;
-	} else if (o->argv || o->timeout_ms || o->workdir) {
+	} else if (o->argv || o->timeout_ms || o->workdir) {   /* (NSBOX_TIMEOUT_NONE too) */
 		if (config_copy(&r->own, base) < 0)
 			return nsbox_err(err, ENOMEM, "run", "prepare the run");
 	}
@@ -213,7 +213,7 @@ static int fresh_config(run *r, const nsbox_config *base, nsbox_error **err)
 			return rc;
 	}
 	if (r->own && o->timeout_ms)
-		r->own->timeout_ms = o->timeout_ms;
+		r->own->timeout_ms = o->timeout_ms == NSBOX_TIMEOUT_NONE ? 0 : o->timeout_ms;
 	if (r->own && o->workdir) {
 		int rc = nsbox_config_set(r->own, "workdir", o->workdir, "run", err);
 		if (rc < 0)
@@ -393,7 +393,7 @@ static int take_warm(run *r, nsbox_sandbox **sb, nsbox_error **err)
 	/* The supervisor arms the timeout when it starts waiting: this run's
 	 * own, counted from the take like the pool's. */
 	if (o->timeout_ms)
-		(*sb)->plan->timeout_ms = o->timeout_ms;
+		(*sb)->plan->timeout_ms = o->timeout_ms == NSBOX_TIMEOUT_NONE ? 0 : o->timeout_ms;
 	return 0;
 }
 

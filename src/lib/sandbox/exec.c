@@ -229,7 +229,7 @@ static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t r
 	plan->keep = false;
 	plan->trace = NULL;
 	plan->cfg = NULL;
-	plan->timeout_ms = o->timeout_ms ? o->timeout_ms : sb->plan->timeout_ms;
+	plan->timeout_ms = o->timeout_ms == NSBOX_TIMEOUT_NONE ? 0 : o->timeout_ms ? o->timeout_ms : sb->plan->timeout_ms;
 
 	int stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 }, sv[2] = { -1, -1 };
 	_cleanup_free_ char *req = NULL;

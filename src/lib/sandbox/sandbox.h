@@ -142,6 +142,7 @@ struct nsbox_result {
 	bool cell_restarted;  /* this cell started a fresh interpreter */
 	bool cell_state_lost; /* the interpreter did not survive this cell */
 	char *results_json;   /* its rich results, checked JSON (a list of MIME bundles), or NULL */
+	char *raw_json;       /* a record read back (result_from_json): nsbox_result_to_json gives it */
 	/* A pool's run (run/run.c): POOL_RUN_WARM or POOL_RUN_COLD (with the
 	 * reason, static), and what the pool preloads, as a JSON array. */
 	enum { POOL_RUN_NONE = 0, POOL_RUN_WARM, POOL_RUN_COLD } pool_run;
@@ -176,6 +177,8 @@ int artifacts_store(const char *dir, const nsbox_result *r, const char *store_co
 /* The error a child reported for a failed setup step, described. */
 int step_error(const nsbox_plan *p, const msg *m, nsbox_error **err);
 
+/* result_parse.c: a result from its record's JSON, which it keeps. */
+int result_from_json(const char *text, nsbox_result **out, nsbox_error **err);
 /* result.c: a new result with an id and a copy of cfg (may be NULL). */
 nsbox_result *result_new(const nsbox_config *cfg);
 /* The error's kind for the record: "timeout", "oom", "signal",
