@@ -259,6 +259,13 @@ class LiveSandbox:
             self._processes.append(p)
         return p
 
+    def expose(self, port: int, host_port: int = 0, *, host: str = "127.0.0.1") -> int:
+        """Publish ``port`` of the sandbox (a server on its loopback) on the
+        host: connections to ``host:host_port`` (0: a free port) are relayed
+        to it, while the sandbox keeps its network mode. Returns the host
+        port. It lasts as long as the sandbox."""
+        return int(_call(self._live.expose, int(port), host, int(host_port)))
+
     def processes(self) -> List[Process]:
         """The background processes started here (running or ended)."""
         with self._lock:

@@ -32,6 +32,8 @@ typedef struct {
 	bool closing;
 	Context *contexts;      /* open ones: stopped before the sandbox goes */
 	Process *processes;     /* likewise */
+	nsbox_forward **forwards;   /* published ports (expose), freed with the sandbox */
+	size_t n_forwards;
 } Live;
 
 struct Process {
@@ -149,6 +151,11 @@ static void live_shut(Live *l)
 		process_shut(p);
 		pthread_mutex_lock(&l->lock);
 	}
+	for (size_t i = 0; i < l->n_forwards; i++)
+		nsbox_forward_free(l->forwards[i]);
+	free(l->forwards);
+	l->forwards = NULL;
+	l->n_forwards = 0;
 	(void) nsbox_sandbox_kill(l->sb, SIGKILL);
 	while (l->busy)
 		pthread_cond_wait(&l->idle, &l->lock);
@@ -593,6 +600,41 @@ static PyTypeObject ProcessType = {
 	.tp_getset = process_getset,
 };
 
+/* expose(port, host, host_port) -> the host port */
+static PyObject *live_expose(Live *l, PyObject *args)
+{
+	unsigned int port, host_port;
+	const char *host;
+	if (!PyArg_ParseTuple(args, "IzI", &port, &host, &host_port))
+		return NULL;
+	if (port == 0 || port > 65535 || host_port > 65535)
+		return PyErr_Format(PyExc_ValueError, "ports are 1..65535 (host port 0: any free one)");
+	if (!enter(l))
+		return NULL;
+	nsbox_forward *f = NULL;
+	nsbox_error *e = NULL;
+	uint16_t bound = 0;
+	int r = nsbox_forward_start(l->sb, host, (uint16_t) host_port, (uint16_t) port, &f, &bound, &e);
+	if (r == 0) {
+		pthread_mutex_lock(&l->lock);
+		nsbox_forward **v = realloc(l->forwards, (l->n_forwards + 1) * sizeof(*v));
+		if (v) {
+			l->forwards = v;
+			v[l->n_forwards++] = f;
+		}
+		pthread_mutex_unlock(&l->lock);
+		if (!v) {
+			nsbox_forward_free(f);
+			leave(l);
+			return PyErr_NoMemory();
+		}
+	}
+	leave(l);
+	if (r < 0)
+		return raise_error(e, r);
+	return PyLong_FromUnsignedLong(bound);
+}
+
 static PyObject *live_id(Live *l, void *unused)
 {
 	(void) unused;
@@ -606,6 +648,7 @@ static PyObject *live_id(Live *l, void *unused)
 static PyMethodDef live_methods[] = {
 	{ "exec", (PyCFunction) live_exec, METH_VARARGS, "Run a command or code in the sandbox; the JSON record." },
 	{ "spawn", (PyCFunction) live_spawn, METH_VARARGS, "Start a background process." },
+	{ "expose", (PyCFunction) live_expose, METH_VARARGS, "Publish a port; the host port." },
 	{ "file_read", (PyCFunction) live_file_read, METH_VARARGS, "A file's bytes." },
 	{ "file_write", (PyCFunction) live_file_write, METH_VARARGS, "Write a file." },
 	{ "file_list", (PyCFunction) live_file_list, METH_VARARGS, "A directory's entries." },

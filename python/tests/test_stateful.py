@@ -107,3 +107,35 @@ def test_background_processes(rootfs):
     assert not last.running
     with pytest.raises(ValueError, match="closed with its sandbox"):
         last.wait(1)
+
+
+def test_a_published_port(default_image):
+    import socket
+    with nsbox.Sandbox(image=default_image).start() as lv:
+        assert lv.exec(["python3", "-c", "print(1)"]).ok
+        srv = lv.spawn(["python3", "-u", "-c",
+                        "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                        "s.bind(('127.0.0.1', 8123)); s.listen()\nprint('listening', flush=True)\n"
+                        "while True:\n    c, _ = s.accept()\n    d = c.recv(100)\n    c.sendall(b'echo:' + d)\n"
+                        "    c.close()\n"])
+        for _ in range(200):
+            if "listening" in srv.logs().stdout:
+                break
+            time.sleep(0.05)
+        port = lv.expose(8123)
+        assert port > 0
+        for _ in range(3):   # several connections, one after another
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+                c.sendall(b"hi")
+                assert c.recv(100) == b"echo:hi"
+        # the sandbox's network is still its own: none
+        assert lv.exec(["python3", "-c", "import socket; socket.create_connection(('10.0.0.1', 80), 1)"]).exit_code != 0
+        # the inner server gone: a connection is closed at once, nothing hangs
+        srv.kill()
+        srv.wait(10)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+            c.settimeout(10)
+            assert c.recv(100) == b""
+    # ... and the port is closed with the sandbox
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=5)

@@ -287,6 +287,21 @@ int nsbox_process_wait(nsbox_process *p, uint64_t timeout_ms, nsbox_result **out
 /* Kills it if it runs, waits, releases it. */
 void nsbox_process_free(nsbox_process *p);
 
+/* ---- published ports of a long-lived sandbox ------------------------------ */
+
+/* Accept TCP connections on host_addr:host_port (host_addr NULL: 127.0.0.1;
+ * host_port 0: a free port, *bound says which) and relay each to `port` on
+ * the sandbox's own loopback: a server started inside can be reached while
+ * the sandbox keeps network mode none. The inner connection is made inside,
+ * as the sandbox's user; one to a port nothing listens on is closed at
+ * once. Free every forward before its sandbox. */
+typedef struct nsbox_forward nsbox_forward;
+int nsbox_forward_start(nsbox_sandbox *sb, const char *host_addr, uint16_t host_port, uint16_t port,
+                        nsbox_forward **out, uint16_t *bound, nsbox_error **err);
+uint16_t nsbox_forward_host_port(const nsbox_forward *f);
+uint16_t nsbox_forward_port(const nsbox_forward *f);
+void nsbox_forward_free(nsbox_forward *f);
+
 /* ---- the governed run: one entry point for every door ------------------- */
 
 /* Code contexts: a persistent interpreter in a long-lived sandbox whose

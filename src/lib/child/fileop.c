@@ -7,7 +7,10 @@
  * and a write lands only where the sandbox's user may write: the kernel
  * checks it, not us.
  *
- * argv: OP PATH [ARG], OP one of read, write, list, stat, remove, mkdir.
+ * argv: OP PATH [ARG], OP one of read, write, list, stat, remove, mkdir;
+ * or connect / PORT: a TCP connection to PORT on the sandbox's loopback
+ * (its own network namespace), handed to the host over stdout (a unix
+ * socket) for a published port's forwarder (net/forward.c).
  * Data: read's file on stdout; write's from stdin; list's and stat's
  * entries on stdout as fileop_entry records, each followed by its name.
  * The exit status is 0, or the errno of the failure (EFBIG past the bound).
@@ -22,8 +25,12 @@
 #include <stdint.h>
 #include <stdio.h>   /* rename(2): a plain system call */
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "child/fileop.h"
@@ -300,12 +307,48 @@ static int op_mkdir(const char *path, unsigned mode)
 	return 0;
 }
 
+/* A connection to the sandbox's own loopback, as its user would make it,
+ * passed on stdout. */
+static int op_connect(uint64_t port)
+{
+	if (port == 0 || port > 65535)
+		return EINVAL;
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+	                          .sin_addr = { htonl(INADDR_LOOPBACK) } };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t) port),
+	                           .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int r = fd < 0 ? -1 : connect(fd, (struct sockaddr *) &a4, sizeof(a4));
+	if (r < 0) {
+		/* A server listening on ::1 only. */
+		int e = errno;
+		if (fd >= 0)
+			(void) close(fd);
+		fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *) &a6, sizeof(a6)) < 0)
+			return e;
+	}
+	char one = 'c';
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { &one, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(1, &mh, MSG_NOSIGNAL) == 1 ? 0 : errno;
+}
+
 int fileop_run(char *const *argv)
 {
 	const char *op = argv[0], *path = argv[1], *arg = argv[1] ? argv[2] : NULL;
 	uint64_t v = 0;
 	if (!op || !path || path[0] != '/')
 		return EINVAL;
+	if (!strcmp(op, "connect"))
+		return number(arg, 10, &v) ? op_connect(v) : EINVAL;
 	if (!strcmp(op, "read"))
 		return number(arg, 10, &v) ? op_read(path, v) : EINVAL;
 	if (!strcmp(op, "write")) {

@@ -381,6 +381,43 @@ int nsbox_file_mkdir(nsbox_sandbox *sb, const char *path, unsigned mode, nsbox_e
 	return simple_op(sb, "mkdir", path, m, err);
 }
 
+int sandbox_connect_port(nsbox_sandbox *sb, uint16_t port, int *fd, nsbox_error **err)
+{
+	*fd = -1;
+	if (__atomic_load_n(&sb->reaped, __ATOMIC_ACQUIRE))
+		return nsbox_err(err, ESRCH, "network", "connect to port %u: the sandbox has ended", (unsigned) port);
+	char num[8];
+	snprintf(num, sizeof(num), "%u", (unsigned) port);
+	const char *argv[] = { "connect", "/", num, NULL };
+	nsbox_sandbox *ex = NULL;
+	int data = -1;
+	int r = op_start(sb, argv, false, &data, &ex, err);
+	if (r < 0)
+		return r;
+	char one;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &one, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	ssize_t n;
+	do
+		n = recvmsg(data, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(fd, CMSG_DATA(c), sizeof(int));
+	close(data);
+	char what[32];
+	snprintf(what, sizeof(what), "connect to port %u", (unsigned) port);
+	r = op_status(sb, ex, what, "localhost", 0, err);
+	if (r == 0 && *fd < 0)
+		r = nsbox_err(err, EPROTO, "network", "%s: no connection came back", what);
+	if (r < 0 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
+}
+
 void nsbox_file_info_free(nsbox_file_info *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++) {

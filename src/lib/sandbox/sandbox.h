@@ -160,6 +160,9 @@ const nsbox_config *sandbox_config(const nsbox_sandbox *sb);
  * [ARGS]; its stdout and stderr are stdout_fd. */
 int sandbox_exec_file(nsbox_sandbox *sb, const char *const *argv, int stdin_fd, int stdout_fd, nsbox_sandbox **out,
                       nsbox_error **err);
+/* files.c: a TCP connection to `port` on the sandbox's loopback, made
+ * inside as its user (child/fileop.c); *fd its host end. */
+int sandbox_connect_port(nsbox_sandbox *sb, uint16_t port, int *fd, nsbox_error **err);
 /* exec.c: release what an exec owns (its plan copy). */
 void exec_release(nsbox_sandbox *sb);
 /* exec.c: a long-lived sandbox's setup: wait until its keeper is ready. */
