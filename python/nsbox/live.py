@@ -266,6 +266,20 @@ class LiveSandbox:
         port. It lasts as long as the sandbox."""
         return int(_call(self._live.expose, int(port), host, int(host_port)))
 
+    def pause(self) -> None:
+        """Freeze every process in the sandbox (the cgroup freezer: CPU time
+        stops, memory stays) until ``resume()``. Execs, cells and file
+        operations meanwhile fail (SandboxError, errno EAGAIN). Needs a
+        cgroup (root, or a delegated cgroup v2 directory)."""
+        _call(self._live.pause, True)
+
+    def resume(self) -> None:
+        _call(self._live.pause, False)
+
+    @property
+    def paused(self) -> bool:
+        return bool(self._live.paused)
+
     def processes(self) -> List[Process]:
         """The background processes started here (running or ended)."""
         with self._lock:

@@ -635,6 +635,32 @@ static PyObject *live_expose(Live *l, PyObject *args)
 	return PyLong_FromUnsignedLong(bound);
 }
 
+/* pause(on) */
+static PyObject *live_pause(Live *l, PyObject *args)
+{
+	int on;
+	if (!PyArg_ParseTuple(args, "p", &on) || !enter(l))
+		return NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = on ? nsbox_sandbox_pause(l->sb, &e) : nsbox_sandbox_resume(l->sb, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r < 0)
+		return raise_error(e, r);
+	Py_RETURN_NONE;
+}
+
+static PyObject *live_paused(Live *l, void *unused)
+{
+	(void) unused;
+	pthread_mutex_lock(&l->lock);
+	bool p = l->sb && nsbox_sandbox_paused(l->sb);
+	pthread_mutex_unlock(&l->lock);
+	return PyBool_FromLong(p);
+}
+
 static PyObject *live_id(Live *l, void *unused)
 {
 	(void) unused;
@@ -649,6 +675,7 @@ static PyMethodDef live_methods[] = {
 	{ "exec", (PyCFunction) live_exec, METH_VARARGS, "Run a command or code in the sandbox; the JSON record." },
 	{ "spawn", (PyCFunction) live_spawn, METH_VARARGS, "Start a background process." },
 	{ "expose", (PyCFunction) live_expose, METH_VARARGS, "Publish a port; the host port." },
+	{ "pause", (PyCFunction) live_pause, METH_VARARGS, "Freeze (True) or thaw (False) the sandbox." },
 	{ "file_read", (PyCFunction) live_file_read, METH_VARARGS, "A file's bytes." },
 	{ "file_write", (PyCFunction) live_file_write, METH_VARARGS, "Write a file." },
 	{ "file_list", (PyCFunction) live_file_list, METH_VARARGS, "A directory's entries." },
@@ -661,6 +688,7 @@ static PyMethodDef live_methods[] = {
 
 static PyGetSetDef live_getset[] = {
 	{ "id", (getter) live_id, NULL, "the sandbox's id", NULL },
+	{ "paused", (getter) live_paused, NULL, "whether it is paused", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 

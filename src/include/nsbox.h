@@ -209,6 +209,14 @@ const char *nsbox_sandbox_id(const nsbox_sandbox *sb);
 int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *opts, nsbox_sandbox **exec,
                        nsbox_error **err);
 
+/* Pause a long-lived sandbox: every process in it frozen by its cgroup's
+ * freezer (its CPU time stops, its memory stays) until resumed. An exec
+ * (and a file operation) in a paused sandbox fails with -EAGAIN; killing
+ * it resumes it first. -ENOTSUP where limits are rlimits (no cgroup). */
+int nsbox_sandbox_pause(nsbox_sandbox *sb, nsbox_error **err);
+int nsbox_sandbox_resume(nsbox_sandbox *sb, nsbox_error **err);
+bool nsbox_sandbox_paused(const nsbox_sandbox *sb);
+
 /* ---- files in a long-lived sandbox ---------------------------------------- */
 
 /* Each operation runs inside the sandbox (NSBOX_SPAWN_KEEP) as its user,

@@ -81,7 +81,7 @@ typedef struct hier {
 	bool mounted, member;
 } hier;
 
-static const char *const v1_names_all[CG_N] = { "memory", "pids", "cpu", "cpuacct" };
+static const char *const v1_names_all[CG_N] = { "memory", "pids", "cpu", "cpuacct", "freezer" };
 
 static void scan_mounts(const char *mountinfo, hier h[CG_N + 1])
 {
@@ -214,8 +214,9 @@ static bool probe_v1(const hier *all, cg_host *h)
 	for (int i = 0; i < CG_N; i++) {
 		dirs[i] = own_dir(&all[i]);
 		const char *why = !dirs[i] ? "is not mounted" : access(dirs[i], W_OK) < 0 ? "is not writable" : NULL;
-		if (why && i == CG_CPUACCT) {
-			/* Optional: CPU times also come from the kernel's rusage. */
+		if (why && (i == CG_CPUACCT || i == CG_FREEZER)) {
+			/* Optional: CPU times also come from the kernel's rusage;
+			 * without a freezer, a sandbox cannot be paused. */
 			free(dirs[i]);
 			dirs[i] = NULL;
 		} else if (why) {

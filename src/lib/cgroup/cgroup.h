@@ -12,7 +12,9 @@
 #include "nsbox.h"
 
 enum cg_driver { CG_NONE = 0, CG_V1, CG_V2 };
-enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_N };
+/* cgroup v1's hierarchies (cpuacct and freezer optional; freezer only for
+ * a long-lived sandbox, which can be paused). */
+enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_FREEZER, CG_N };
 
 typedef struct cg_host {
 	enum cg_driver driver;
@@ -25,6 +27,7 @@ typedef struct cg_limits {
 	uint64_t memory;
 	double cpus;
 	uint64_t pids;
+	bool freezer;           /* v1: a freezer cgroup too (pause, resume) */
 } cg_limits;
 
 typedef struct cg_stats {
@@ -78,6 +81,9 @@ void cgroup_counters(const cgroup *cg, cg_stats *st);
 void cg_cpu_split(uint64_t total_ns, uint64_t user_ticks, uint64_t sys_ticks, double *user_ms,
                   double *sys_ms);
 void cgroup_sample(const cgroup *cg, cg_sample *s);
+/* Freeze (true) or thaw every process of the cgroup, and wait until the
+ * kernel says it is done. -ENOTSUP without a freezer (v1 without one). */
+int cgroup_freeze(const cgroup *cg, bool frozen, nsbox_error **err);
 /* Kill what is left, remove the directories, free. Returns -errno when a
  * directory could not be removed. */
 int cgroup_destroy(cgroup *cg);

@@ -113,8 +113,8 @@ static int create_v1(cgroup *cg, const cg_host *h, const char *name, const cg_li
                      nsbox_error **err)
 {
 	for (int i = 0; i < CG_N; i++) {
-		if (!h->parent[i])
-			continue;   /* cpuacct is optional (see cgroup_create) */
+		if (!h->parent[i] || (i == CG_FREEZER && !l->freezer))
+			continue;   /* cpuacct and freezer are optional (see cgroup_create) */
 		/* cpu and cpuacct are often mounted together: one directory. */
 		for (int j = 0; j < i && !cg->path[i]; j++)
 			if (h->parent[j] && !strcmp(h->parent[i], h->parent[j]))
@@ -250,6 +250,53 @@ void cgroup_sample(const cgroup *cg, cg_sample *s)
 	}
 }
 
+/* The value of `key` in a flat file (cgroup.events) or the first line. */
+static bool file_says(const char *dir, const char *file, const char *want)
+{
+	char path[PATH_MAX], buf[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, want) != NULL;
+}
+
+int cgroup_freeze(const cgroup *cg, bool frozen, nsbox_error **err)
+{
+	const char *dir, *file, *value, *done;
+	if (cg->driver == CG_V2) {
+		dir = cg->path[0];
+		file = "cgroup.freeze";
+		value = frozen ? "1" : "0";
+		done = frozen ? "frozen 1" : "frozen 0";
+	} else {
+		dir = cg->path[CG_FREEZER];
+		file = "freezer.state";
+		value = frozen ? "FROZEN" : "THAWED";
+		done = value;
+	}
+	if (!dir)
+		return nsbox_err_hint(err, ENOTSUP, "cgroup", "mount the cgroup v1 freezer hierarchy, or use cgroup v2",
+		                      "%s the sandbox: no cgroup freezer here", frozen ? "pause" : "resume");
+	int r = put(dir, file, value, err);
+	if (r < 0)
+		return r;
+	/* The kernel freezes asynchronously: until it says so, a task may
+	 * still run. v1 says FREEZING meanwhile, v2 'frozen 0'. */
+	for (int i = 0; i < 2000; i++) {
+		if (file_says(dir, cg->driver == CG_V2 ? "cgroup.events" : "freezer.state", done))
+			return 0;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return nsbox_err(err, ETIMEDOUT, "cgroup", "%s the sandbox: the kernel did not finish in 2 s",
+	                 frozen ? "pause" : "resume");
+}
+
 /* rmdir, retrying briefly: the last exiting tasks may still be leaving. */
 static int remove_dir(const char *path)
 {
@@ -280,6 +327,9 @@ int cgroup_destroy(cgroup *cg)
 			close(fd);
 		}
 	}
+	/* A paused sandbox's tasks cannot die while frozen (v1). */
+	if (cg->driver == CG_V1 && cg->path[CG_FREEZER])
+		(void) put(cg->path[CG_FREEZER], "freezer.state", "THAWED", NULL);
 	for (int i = CG_N - 1; i >= 0; i--) {
 		if (!cg->path[i])
 			continue;

@@ -202,6 +202,9 @@ static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t r
 		return nsbox_err(err, EINVAL, "exec", "run in sandbox: not a long-lived sandbox (NSBOX_SPAWN_KEEP)");
 	if (__atomic_load_n(&sb->reaped, __ATOMIC_ACQUIRE))
 		return nsbox_err(err, ESRCH, "exec", "run in sandbox: the sandbox has ended");
+	if (__atomic_load_n(&sb->paused, __ATOMIC_ACQUIRE))
+		return nsbox_err_hint(err, EAGAIN, "exec", "resume it first (nsbox resume NAME, live.resume())",
+		                      "run in sandbox: the sandbox is paused");
 
 	nsbox_sandbox *e = calloc(1, sizeof(*e));
 	struct exec_own *own = calloc(1, sizeof(*own));
@@ -303,6 +306,27 @@ fail_sent:
 	exec_release(e);
 	return r;
 }
+
+static int set_paused(nsbox_sandbox *sb, bool on, nsbox_error **err)
+{
+	const char *what = on ? "pause" : "resume";
+	if (!sandbox_config(sb))
+		return nsbox_err_invalid(err, "cgroup", "%s: not a long-lived sandbox (NSBOX_SPAWN_KEEP)", what);
+	if (__atomic_load_n(&sb->reaped, __ATOMIC_ACQUIRE))
+		return nsbox_err(err, ESRCH, "cgroup", "%s: the sandbox has ended", what);
+	if (!sb->cg)
+		return nsbox_err_hint(err, ENOTSUP, "cgroup",
+		                      "run as root, or give a delegated cgroup v2 directory (--cgroup-parent)",
+		                      "%s the sandbox: its limits are rlimits, and only a cgroup can freeze it", what);
+	int r = cgroup_freeze(sb->cg, on, err);
+	if (r == 0)
+		__atomic_store_n(&sb->paused, on, __ATOMIC_RELEASE);
+	return r;
+}
+
+int nsbox_sandbox_pause(nsbox_sandbox *sb, nsbox_error **err) { return set_paused(sb, true, err); }
+int nsbox_sandbox_resume(nsbox_sandbox *sb, nsbox_error **err) { return set_paused(sb, false, err); }
+bool nsbox_sandbox_paused(const nsbox_sandbox *sb) { return sb && __atomic_load_n(&sb->paused, __ATOMIC_ACQUIRE); }
 
 const nsbox_config *sandbox_config(const nsbox_sandbox *sb)
 {

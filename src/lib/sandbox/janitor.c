@@ -31,6 +31,7 @@
 typedef struct janitor_plan {
 	char dirs[CG_N][PATH_MAX];
 	char kill_file[PATH_MAX + 16];   /* v2 cgroup.kill, or "" */
+	char thaw_file[PATH_MAX + 16];   /* v1 freezer.state (a paused sandbox's tasks cannot die frozen), or "" */
 	int n;
 	bool idle;                       /* wait in the idle scheduling class */
 	bool dump;                       /* coverage builds: dump the counts at the end */
@@ -72,6 +73,13 @@ __attribute__((noreturn)) static void janitor_main(const janitor_plan *jp, int w
 			close(fd);
 		}
 	}
+	if (jp->thaw_file[0]) {
+		int fd = open(jp->thaw_file, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			(void) !write(fd, "THAWED", 6);
+			close(fd);
+		}
+	}
 	for (int i = 0; i < jp->n; i++)
 		for (int t = 0; t < JANITOR_PATIENCE_MS / 5; t++) {
 			if (rmdir(jp->dirs[i]) == 0 || errno != EBUSY)
@@ -105,6 +113,8 @@ int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **
 	jp->idle = geteuid() == 0;
 	if (h->driver == CG_V2)
 		snprintf(jp->kill_file, sizeof(jp->kill_file), "%s/cgroup.kill", jp->dirs[0]);
+	if (h->driver == CG_V1 && h->parent[CG_FREEZER])
+		snprintf(jp->thaw_file, sizeof(jp->thaw_file), "%s/%s/freezer.state", h->parent[CG_FREEZER], name);
 	jp->dump = coverage_clone_may_dump();
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)

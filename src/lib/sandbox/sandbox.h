@@ -35,6 +35,7 @@ struct nsbox_sandbox {
 	void *output_userdata;
 	struct timespec start;
 	bool reaped;          /* set atomically: nsbox_sandbox_kill() may read it from another thread */
+	bool paused;          /* a long-lived sandbox frozen by nsbox_sandbox_pause() (atomic too) */
 	/* what happened */
 	double duration_ms;
 	bool timed_out;

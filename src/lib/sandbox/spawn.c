@@ -74,6 +74,9 @@ static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
 	/* cgroup v1's cpuacct is kept even when mounted apart from cpu: the
 	 * record's CPU time must come from it, since the rusage of pid 1 misses
 	 * every process the kernel kills (and autoreaps) when a run is killed. */
+	/* A long-lived sandbox can be paused: on cgroup v1 that takes a
+	 * freezer cgroup of its own (v2 has cgroup.freeze). */
+	sb->plan->limits.freezer = sb->plan->keep;
 	int r = cgroup_create(h, sb->cg_name, &sb->plan->limits, &sb->cg, err);
 	return r < 0 ? nsbox_err_prefix(err, r, "set up resource limits") : 0;
 }
@@ -354,6 +357,12 @@ int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig)
 	 * the reap fails with ESRCH instead of reaching a reused pid. */
 	if (__atomic_load_n(&sb->reaped, __ATOMIC_ACQUIRE))
 		return -ESRCH;
+	/* A frozen task cannot die (cgroup v1): killing a paused sandbox, or
+	 * anything in it, resumes it first. */
+	nsbox_sandbox *owner = sb->exec_of ? sb->exec_of : sb;
+	if (sig == SIGKILL && __atomic_load_n(&owner->paused, __ATOMIC_ACQUIRE) && owner->cg &&
+	    cgroup_freeze(owner->cg, false, NULL) == 0)
+		__atomic_store_n(&owner->paused, false, __ATOMIC_RELEASE);
 	/* SIGKILL goes to pid 1, which takes the whole pid namespace with it;
 	 * other signals go to pid 1's handler, which forwards them. */
 	return sys_pidfd_send_signal(sb->pidfd, sig) < 0 ? -errno : 0;
@@ -369,6 +378,8 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 	}
 	if (sb->pidfd >= 0 && !sb->reaped) {
 		siginfo_t si;
+		if (sb->paused && sb->cg)
+			(void) cgroup_freeze(sb->cg, false, NULL);
 		(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
 		while (waitid(P_PIDFD, (id_t) sb->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
 			;
