@@ -186,7 +186,11 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 
 	child_args args = { .plan = sb->plan, .sync_fd = sv[1],
 	                    .stdio = { child_stdio[0], child_stdio[1], child_stdio[2] },
-	                    .cg_tasks_fd = { -1, -1, -1, -1 } };
+	                    .cg_tasks_fd = { -1 } };
+	/* Every controller's slot (an initializer list would go stale when
+	 * one is added: a 0 left there is stdin, written to and closed). */
+	for (int i = 0; i < CG_N; i++)
+		args.cg_tasks_fd[i] = -1;
 	uint64_t flags = sb->plan->clone_flags;
 	if (sb->cg && sb->cg->driver == CG_V1) {
 		r = open_tasks_files(sb->cg, args.cg_tasks_fd, err);
