@@ -50,6 +50,11 @@ try {
           /^hello-.*\n\[exited, exit status 0/.test(text(r)), text(r));
   }
 
+  if ((langs || "").split(",").includes("python")) {
+    const r = await c.callTool({ name: "run_code", arguments: { code: "print(6 * 7)" } });
+    check("run_code without a language runs Python", r.structuredContent?.stdout === "42\n", text(r));
+  }
+
   let r = await c.callTool({ name: "run_command", arguments: { command: "echo out; echo err >&2; exit 3" } });
   check("run_command: exit status and both streams", r.structuredContent?.exit_status === 3 &&
         r.structuredContent.stdout === "out\n" && r.structuredContent.stderr === "err\n", JSON.stringify(r.structuredContent));

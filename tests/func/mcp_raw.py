@@ -82,16 +82,36 @@ check("...and the server still serves", a == {"jsonrpc": "2.0", "id": 13, "resul
 rpc(15, "server/discover")
 a = answer()
 check("server/discover lists the tools", [t["name"] for t in a.get("result", {}).get("tools", [])] == ["run_code", "run_command"], a)
-# EOF in the middle of calls: the server stops them and exits. Eight may
-# run at once (each a sandbox at the operator's limits); a ninth is refused.
+# A hundred calls at once: eight run, the rest wait in order; every one is
+# answered with its own output, none lost.
+N = 100
+for i in range(N):
+    rpc(1000 + i, "tools/call", {"name": "run_command", "arguments": {"command": "echo call-%d" % i}})
+got = {}
+for _ in range(N):
+    a = answer()
+    got[a.get("id")] = a
+ok = sorted(got) == list(range(1000, 1000 + N)) and all(
+    ("call-%d\n" % (i - 1000)) in got[i].get("result", {}).get("content", [{}])[0].get("text", "") for i in got)
+check("100 parallel calls: all answered with their own output", ok, [got.get(k) for k in list(got)[:2]])
+# EOF in the middle of calls: the server stops them and exits. Eight run at
+# once (each a sandbox at the operator's limits); a ninth waits, and runs
+# when one of them is cancelled; a cancelled waiting call is never run.
 for i in range(8):
     rpc(100 + i, "tools/call", {"name": "run_command", "arguments": {"command": "sleep 300; : " + marker}})
+rpc(108, "tools/call", {"name": "run_command", "arguments": {"command": "echo never > /tmp/x; echo ninth-never"}})
+rpc(109, "tools/call", {"name": "run_command", "arguments": {"command": "echo ninth"}})
 rpc(108, "tools/call", {"name": "run_command", "arguments": {"command": "true"}})
 a = answer()
-check("a ninth call at once is refused", a.get("id") == 108 and "8 calls are running" in a.get("error", {}).get("message", ""), a)
+check("a waiting call's id cannot be reused", a.get("id") == 108 and "waiting" in a.get("error", {}).get("message", ""), a)
+send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 108}}) + "\n")
 rpc(17, "ping")
 a = answer()
-check("a ping is answered while calls run", a.get("id") == 17, a)
+check("a ping is answered while calls run and wait", a.get("id") == 17, a)
+send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 100}}) + "\n")
+a = answer()
+check("the waiting call runs when a running one ends (the cancelled waiting one never does)",
+      a.get("id") == 109 and "ninth" in a.get("result", {}).get("content", [{}])[0].get("text", ""), a)
 p.stdin.close()
 rest = p.stdout.read()
 rc = p.wait()

@@ -12,7 +12,7 @@
  *   - a call runs `nsbox run --json` or `nsbox run-code --json` with the
  *     operator's options right after, and the client can add nothing but a
  *     --timeout at or below the operator's, and the payload itself;
- *   - at most 8 calls run at once. */
+ *   - at most 8 calls run at once; more wait, within the queue's bounds. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -137,8 +137,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		unsigned k = 0;
 		for (mcp_call *c = calls; c; c = c->next)
 			k++;
-		FUZZ_CHECK(k <= 8 && k == running);
+		FUZZ_CHECK(k <= MCP_MAX_CALLS && k == running);
+		FUZZ_CHECK(s.n_waiting <= MCP_MAX_WAITING && s.waiting_bytes <= MCP_MAX_WAITING_BYTES);
+		FUZZ_CHECK(!s.n_waiting || k == MCP_MAX_CALLS);
 	}
+	mcp_drop_waiting(&s);
 	/* The children's records. */
 	const char *rec = nul ? (const char *) nul + 1 : NULL;
 	size_t rlen = nul ? size - stream - 1 : 0;

@@ -22,9 +22,7 @@
 
 #define MAX_MSG (4u << 20)
 #define MAX_RECORD (64u << 20)
-/* Calls running at once in one server: each is a sandbox with the
- * operator's limits, so this bounds what one client can multiply them by. */
-#define MAX_CALLS 8
+#define MAX_CALLS MCP_MAX_CALLS
 
 /* Newest first: the answer to a version we do not know. */
 static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26" };
@@ -103,7 +101,16 @@ static void stop(mcp_call *c)
 	(void) kill(c->pid, SIGINT);
 }
 
-static void cancel(mcp_call *calls, json_t *params)
+static void waiting_free(mcp_waiting *w)
+{
+	json_decref(w->id);
+	json_decref(w->params);
+	free(w);
+}
+
+/* A cancelled call is not answered (the protocol says so), whether it ran
+ * or waited. */
+static void cancel(mcp_server *s, mcp_call *calls, json_t *params)
 {
 	json_t *rid = json_object_get(params, "requestId");
 	for (mcp_call *c = calls; rid && c; c = c->next)
@@ -111,6 +118,105 @@ static void cancel(mcp_call *calls, json_t *params)
 			c->cancelled = true;
 			stop(c);
 		}
+	for (mcp_waiting **pp = &s->waiting; rid && *pp;) {
+		mcp_waiting *w = *pp;
+		if (!json_equal(w->id, rid)) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		if (s->waiting_tail == &w->next)
+			s->waiting_tail = pp;
+		s->n_waiting--;
+		s->waiting_bytes -= w->bytes;
+		waiting_free(w);
+	}
+	if (!s->waiting)
+		s->waiting_tail = NULL;
+}
+
+static int count_calls(const mcp_call *calls)
+{
+	int n = 0;
+	for (; calls; calls = calls->next)
+		n++;
+	return n;
+}
+
+/* Start one checked call now; its answer comes when it ends (or now, for a
+ * call refused before it ran). */
+static void call_now(mcp_server *s, mcp_call **calls, json_t *id, json_t *params)
+{
+	mcp_call *c = NULL;
+	json_t *r = NULL;
+	const char *err = NULL;
+	if (mcp_tools_call(s, params, &c, &r, &err) == 0) {
+		if (c) {
+			c->id = json_incref(id);
+			c->next = *calls;
+			*calls = c;
+		} else {
+			send_result(s, id, r);
+		}
+	} else {
+		send_error(s, id, -32602, err);
+	}
+}
+
+void mcp_start_waiting(mcp_server *s, mcp_call **calls)
+{
+	while (s->waiting && count_calls(*calls) < MAX_CALLS) {
+		mcp_waiting *w = s->waiting;
+		s->waiting = w->next;
+		if (!s->waiting)
+			s->waiting_tail = NULL;
+		s->n_waiting--;
+		s->waiting_bytes -= w->bytes;
+		call_now(s, calls, w->id, w->params);
+		waiting_free(w);
+	}
+}
+
+void mcp_drop_waiting(mcp_server *s)
+{
+	while (s->waiting) {
+		mcp_waiting *w = s->waiting;
+		s->waiting = w->next;
+		waiting_free(w);
+	}
+	s->waiting_tail = NULL;
+	s->n_waiting = s->waiting_bytes = 0;
+}
+
+/* A call waits when MAX_CALLS run; past the queue's bounds it is refused. */
+static const char *call_or_wait(mcp_server *s, mcp_call **calls, json_t *id, json_t *params, size_t len)
+{
+	for (mcp_call *o = *calls; o; o = o->next)
+		if (json_equal(o->id, id))
+			return "invalid request: a call with this id is still running";
+	for (mcp_waiting *w = s->waiting; w; w = w->next)
+		if (json_equal(w->id, id))
+			return "invalid request: a call with this id is waiting to run";
+	if (count_calls(*calls) < MAX_CALLS && !s->waiting) {
+		call_now(s, calls, id, params);
+		return NULL;
+	}
+	if (s->n_waiting >= MCP_MAX_WAITING || s->waiting_bytes + len > MCP_MAX_WAITING_BYTES)
+		return "invalid request: 8 calls are running and the queue is full (1024 calls or 64 MiB "
+		       "waiting); wait for some to end";
+	mcp_waiting *w = calloc(1, sizeof(*w));
+	if (!w)
+		return "internal error: out of memory";
+	w->id = json_incref(id);
+	w->params = json_incref(params);
+	w->bytes = len;
+	if (!s->waiting_tail)
+		s->waiting_tail = &s->waiting;
+	*s->waiting_tail = w;
+	s->waiting_tail = &w->next;
+	s->n_waiting++;
+	s->waiting_bytes += len;
+	return NULL;
 }
 
 void mcp_handle(mcp_server *s, mcp_call **calls, const char *line, size_t len)
@@ -139,7 +245,7 @@ void mcp_handle(mcp_server *s, mcp_call **calls, const char *line, size_t len)
 	}
 	if (!id) {   /* a notification: never answered */
 		if (!strcmp(method, "notifications/cancelled"))
-			cancel(*calls, params);
+			cancel(s, *calls, params);
 		goto out;
 	}
 	const char *err = NULL;
@@ -164,23 +270,7 @@ void mcp_handle(mcp_server *s, mcp_call **calls, const char *line, size_t len)
 		else
 			send_result(s, id, mcp_tools_list(s));
 	} else if (!strcmp(method, "tools/call")) {
-		mcp_call *c = NULL;
-		json_t *r = NULL;
-		int running = 0;
-		for (mcp_call *o = *calls; o; o = o->next, running++)
-			if (json_equal(o->id, id))
-				err = "invalid request: a call with this id is still running";
-		if (running >= MAX_CALLS)
-			err = "invalid request: 8 calls are running; wait for one to end";
-		if (!err && mcp_tools_call(s, params, &c, &r, &err) == 0) {
-			if (c) {
-				c->id = json_incref(id);
-				c->next = *calls;
-				*calls = c;
-			} else {
-				send_result(s, id, r);
-			}
-		}
+		err = call_or_wait(s, calls, id, params, len);
 	} else {
 		send_error(s, id, -32601, "method not found");
 	}
@@ -362,12 +452,15 @@ int cmd_mcp(int argc, char **argv)
 				}
 			mcp_call_free(who[i]);
 		}
+		if (!eof)
+			mcp_start_waiting(&s, &calls);
 		ssize_t r = eof || !p[0].revents ? 1 : read(0, buf + used, MAX_MSG - used);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (eof || r <= 0) {
 			/* The client is gone: nothing it started may outlive it. */
 			eof = true;
+			mcp_drop_waiting(&s);
 			for (mcp_call *c = calls; c; c = c->next)
 				if (!c->cancelled)
 					c->cancelled = true, stop(c);
@@ -377,6 +470,7 @@ int cmd_mcp(int argc, char **argv)
 			continue;
 		used = mcp_feed(&s, &calls, buf, used + (size_t) r, MAX_MSG, &discarding);
 	}
+	mcp_drop_waiting(&s);
 	free(buf);
 	free((char *) s.session);
 	free((char *) s.policy);

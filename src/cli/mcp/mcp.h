@@ -14,6 +14,19 @@
  * (the ceiling for a tool's `timeout`). */
 typedef struct mcp_call mcp_call;
 typedef struct mcp_server mcp_server;
+/* A tools/call that came while MCP_MAX_CALLS ran: it waits, in order. */
+typedef struct mcp_waiting {
+	json_t *id, *params;
+	size_t bytes;
+	struct mcp_waiting *next;
+} mcp_waiting;
+/* Calls running at once in one server: each is a sandbox with the
+ * operator's limits, so this bounds what one client can multiply them by.
+ * More wait, up to MCP_MAX_WAITING calls and MCP_MAX_WAITING_BYTES of
+ * their messages; only past that is a call refused. */
+#define MCP_MAX_CALLS 8
+#define MCP_MAX_WAITING 1024
+#define MCP_MAX_WAITING_BYTES (64u << 20)
 struct mcp_server {
 	char **run_opts;
 	int n_run_opts;
@@ -22,6 +35,8 @@ struct mcp_server {
 	const char *session;     /* --session NAME: the workspace tools review it */
 	const char *policy;      /* --policy FILE|NAME, for the session's deny rules */
 	int out_fd;              /* where protocol messages go: stdout */
+	mcp_waiting *waiting, **waiting_tail;   /* the queue (tail NULL: empty) */
+	size_t n_waiting, waiting_bytes;
 	/* Starts a checked call: argv (NULL-terminated, "nsbox" first) with
 	 * `input` on its stdin. NULL: a child `nsbox` (mcp_tools.c); the fuzz
 	 * harness puts its own here, so that no sandbox is launched. */
@@ -56,6 +71,11 @@ void mcp_handle(mcp_server *s, mcp_call **calls, const char *line, size_t len);
  * buffer (cap bytes) is answered with an error and dropped up to its end;
  * *discarding carries that from one call to the next. */
 size_t mcp_feed(mcp_server *s, mcp_call **calls, char *buf, size_t used, size_t cap, bool *discarding);
+
+/* Start waiting calls while fewer than MCP_MAX_CALLS run. */
+void mcp_start_waiting(mcp_server *s, mcp_call **calls);
+/* Drop the waiting calls unanswered (the client is gone). */
+void mcp_drop_waiting(mcp_server *s);
 
 /* The tools/list answer. */
 json_t *mcp_tools_list(const mcp_server *s);

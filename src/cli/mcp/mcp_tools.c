@@ -53,10 +53,10 @@ static json_t *timeout_schema(void)
 
 json_t *mcp_tools_list(const mcp_server *s)
 {
-	json_t *code_in = json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:[s,s,s]}, s:o}, s:[s,s], s:b}", "type", "object",
-	                            "properties", "code", "type", "string", "description", "the program text",
-	                            "language", "type", "string", "enum", "python", "node", "bash", "timeout",
-	                            timeout_schema(), "required", "code", "language", "additionalProperties", 0);
+	json_t *code_in = json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:[s,s,s], s:s}, s:o}, s:[s], s:b}", "type",
+	                            "object", "properties", "code", "type", "string", "description", "the program text",
+	                            "language", "type", "string", "enum", "python", "node", "bash", "default", "python",
+	                            "timeout", timeout_schema(), "required", "code", "additionalProperties", 0);
 	json_t *cmd_in = json_pack("{s:s, s:{s:{s:s, s:s}, s:o}, s:[s], s:b}", "type", "object", "properties",
 	                           "command", "type", "string", "description", "a shell command line (sh -c)",
 	                           "timeout", timeout_schema(), "required", "command", "additionalProperties", 0);
@@ -229,7 +229,8 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 	if (!strcmp(name, "run_code")) {
 		static const char *const allowed[] = { "code", "language", "timeout", NULL };
 		const char *code = json_string_value(json_object_get(args, "code"));
-		const char *lang = json_string_value(json_object_get(args, "language"));
+		json_t *jl = json_object_get(args, "language");
+		const char *lang = !jl || json_is_null(jl) ? "python" : json_string_value(jl);
 		size_t clen = json_string_length(json_object_get(args, "code"));
 		bool known = false;
 		for (size_t i = 0; lang && i < sizeof(languages) / sizeof(languages[0]); i++)
@@ -237,8 +238,8 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 		if ((*result = check_args(s, args, allowed, timeout, sizeof(timeout))))
 			goto out;
 		if (!code || !lang || !known || clen > MAX_CODE) {
-			*result = tool_error("run_code needs 'code' (a string of at most 1 MiB) and 'language' "
-			                     "(python, node or bash)");
+			*result = tool_error("run_code needs 'code' (a string of at most 1 MiB) and takes 'language' "
+			                     "(python, the default, node or bash)");
 			goto out;
 		}
 		char *head[] = { "nsbox", "run-code", "--json", "--lang", (char *) lang };
