@@ -197,7 +197,8 @@ for ln in open(os.path.join(D, "oci.conf")):
 ok("slurm: oci.conf has only keys Slurm knows", set(conf) <= KNOWN, sorted(set(conf) - KNOWN))
 ok("slurm: RunTimeRun, not RunTimeCreate/RunTimeStart (one or the other)",
    "runtimerun" in conf and "runtimecreate" not in conf and "runtimestart" not in conf)
-verbs = {k: v.split()[1] if len(v.split()) > 1 else "" for k, v in conf.items() if k.startswith("runtime")}
+verbs = {k: next((w for w in v.split() if w in ("run", "state", "kill", "delete")), "")
+         for k, v in conf.items() if k.startswith("runtime")}
 ok("slurm: every run-time command is nsbox-oci with its verb",
    all(os.path.basename(conf[k].split()[0]) == "nsbox-oci" for k in verbs) and
    verbs == {"runtimequery": "state", "runtimekill": "kill", "runtimedelete": "delete", "runtimerun": "run"},
@@ -253,5 +254,24 @@ ok("slurm: ...and its state is 'stopped'",
    json.loads(oci_run("state", "n1.u.2.0.0").stdout or "{}").get("status") == "stopped")
 oci_run("delete", "n1.u.2.0.0")
 ok("slurm: a hostile container id is refused", oci_run("state", "../../etc/passwd").returncode == 125)
+
+# A batch step: no XDG_RUNTIME_DIR, no /run/user/UID. A precise error, not a traceback.
+bare = {k: v for k, v in env.items() if k != "XDG_RUNTIME_DIR"}
+r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", oci, "state", "n1.u.3.0.0"],
+                   env=bare, capture_output=True, text=True) if os.getuid() == 0 else \
+    subprocess.run([oci, "state", "n1.u.3.0.0"], env=dict(bare, XDG_RUNTIME_DIR=os.path.join(T, "none")),
+                   capture_output=True, text=True)
+ok("slurm: without a runtime directory nsbox-oci says so and names the remedy (no traceback)",
+   r.returncode == 125 and "no runtime directory" in r.stderr and "--state-dir" in r.stderr and
+   "Traceback" not in r.stderr, r.stderr)
+# Environment Modules' exported function in the job's environment: not passed, the job runs.
+with open(os.path.join(bundle, "config.json"), "w") as f:
+    json.dump({"ociVersion": "1.0.2", "root": {"path": "rootfs"},
+               "process": {"args": ["sh", "-c", "echo ${FOO}; env | grep -c BASH_FUNC"], "cwd": "/",
+                           "env": ["FOO=bar", "PATH=/bin", "BASH_FUNC_module%%=() {  eval x\n}", "A.B=1"]}}, f)
+r = oci_run("run", "--bundle", bundle, "n1.u.4.0.0")
+ok("slurm: a job whose environment has an exported shell function runs, without it",
+   r.returncode == 1 and r.stdout == "bar\n0\n", (r.returncode, r.stdout, r.stderr))
+oci_run("delete", "n1.u.4.0.0")
 print("scale-docs: %d failed" % failed)
 sys.exit(1 if failed else 0)
