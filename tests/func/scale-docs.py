@@ -6,8 +6,10 @@ scale-docs.test). usage: scale-docs.py SRCDIR NSBOX ROOTFS TMPDIR
   makes (taken from its sources) nor any its own sandbox filter allows, and
   under it (applied with libseccomp, when python3-seccomp is there) `nsbox
   check` says a run works and a sandbox runs;
-- the Kubernetes manifest: the settings nsbox needs in a pod, its policy
-  accepted by `nsbox policy show`;
+- the Kubernetes manifest: valid against the Kubernetes API schema
+  (k8s_schema.py, python3-kubernetes), the Baseline controls it breaks are
+  the ones it names, the settings nsbox needs in a pod, its policy accepted
+  by `nsbox policy show`;
 - oci.conf and nsbox-oci: the keys Slurm knows, and a bundle run, queried,
   killed and deleted through nsbox.
 """
@@ -116,8 +118,38 @@ except ImportError:
 if yaml:
     docs = list(yaml.safe_load_all(open(os.path.join(D, "k8s-worker.yaml"))))
     kinds = {d["kind"]: d for d in docs if d}
-    ok("k8s: the manifest parses into a ConfigMap and a Deployment", set(kinds) == {"ConfigMap", "Deployment"},
-       list(kinds))
+    ok("k8s: the manifest parses into a Namespace, a ConfigMap and a Deployment",
+       set(kinds) == {"Namespace", "ConfigMap", "Deployment"}, list(kinds))
+    try:
+        import k8s_schema
+    except ImportError as e:
+        k8s_schema = None
+        print("skip - the Kubernetes API schema: python3-kubernetes is not installed (%s)" % e)
+    if k8s_schema:
+        import copy
+        for d in docs:
+            errs = k8s_schema.validate_document(d)
+            ok("k8s: the %s is valid against the Kubernetes API schema (python3-kubernetes %s)"
+               % (d["kind"], k8s_schema.client.__version__ if hasattr(k8s_schema.client, "__version__") else ""),
+               not errs, errs)
+        # The check catches what a typo would break (so it can fail).
+        bad = copy.deepcopy(kinds["Deployment"])
+        bpod = bad["spec"]["template"]["spec"]
+        bpod["hostUser"] = bpod.pop("hostUsers")
+        bpod["containers"][0]["securityContext"]["procMount"] = "unmasked"
+        del bpod["containers"][0]["name"]
+        errs = k8s_schema.validate_document(bad)
+        ok("k8s: ...and a misspelt field, a wrong enum value and a missing required field are caught (%d)"
+           % len(errs), len(errs) == 3, errs)
+        viol = k8s_schema.baseline_violations(kinds["Deployment"]["spec"]["template"]["spec"])
+        controls = sorted({c for c, _ in viol})
+        ok("k8s: the pod breaks exactly the Baseline controls the manifest names (%s)" % ", ".join(controls),
+           controls == ["/proc mount type", "AppArmor", "hostPath volumes"], viol)
+        labels = kinds["Namespace"]["metadata"].get("labels", {})
+        ok("k8s: ...so its namespace enforces the privileged level, and says so",
+           labels.get("pod-security.kubernetes.io/enforce") == "privileged" and
+           all(d["metadata"].get("namespace") == kinds["Namespace"]["metadata"]["name"]
+               for d in docs if d and d["kind"] != "Namespace"))
     dep, cm = kinds["Deployment"], kinds["ConfigMap"]
     pod = dep["spec"]["template"]["spec"]
     ok("k8s: the pod has a user namespace (hostUsers: false)", pod.get("hostUsers") is False)
@@ -138,7 +170,12 @@ if yaml:
            sc.get("allowPrivilegeEscalation") is False and (sc.get("capabilities") or {}).get("drop") == ["ALL"])
     w = pod["containers"][0]
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in w["env"]}
-    ok("k8s: the worker runs nsbox.celery", w["command"][:4] == ["celery", "-A", "nsbox.celery", "worker"])
+    ok("k8s: the worker runs nsbox.celery (python3 -m celery: python3-celery has no celery command)",
+       w["command"][:6] == ["python3", "-m", "celery", "-A", "nsbox.celery", "worker"])
+    init = pod.get("initContainers", [{}])[0]
+    isc = init.get("securityContext") or {}
+    ok("k8s: the image-cache init container runs as uid 0 of the pod's user namespace (the hostPath is root's)",
+       pod.get("hostUsers") is False and isc.get("runAsUser") == 0 and isc.get("runAsNonRoot") is False)
     ok("k8s: broker and backend are configured", "NSBOX_CELERY_BROKER" in env and "NSBOX_CELERY_BACKEND" in env)
     nonroot = pod.get("securityContext", {}).get("runAsNonRoot") or pod.get("securityContext", {}).get("runAsUser")
     ok("k8s: a non-root worker maps one id per sandbox (the pod has 65536)",
