@@ -394,7 +394,7 @@ def _execute(task: Any, kind: str, what: Any, language: str, kw: Dict[str, Any])
                executed_once=True)
     # Durably, before Celery acknowledges the message.
     try:
-        stored = lg.finish(key, token, rec)
+        stored = lg.finish(key, token, rec, task.request.id, node)
     except StoreUnavailable as e:
         log.error("nsbox.celery: task %s (key %s) ran, but its record could not be stored: %s",
                   task.request.id, key, e)
@@ -405,7 +405,11 @@ def _execute(task: Any, kind: str, what: Any, language: str, kw: Dict[str, Any])
         entry = lg.get(key)
         log.error("nsbox.celery: task %s (key %s) finished after it was declared lost: %s",
                   task.request.id, key, entry.get("reason"))
-        raise TaskLost(entry.get("reason") or "declared lost while it ran", task.request.id, key)
+        raise TaskLost(entry.get("reason") or "task %s (key %s) finished on %s after it was declared lost"
+                       % (task.request.id, key, node), task.request.id, key)
+    if stored == 2:
+        log.warning("nsbox.celery: task %s (key %s): its ledger entry had vanished while it ran (Redis lost "
+                    "data); its record is stored anew", task.request.id, key)
     return rec
 
 

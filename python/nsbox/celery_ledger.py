@@ -48,9 +48,18 @@ redis.call('HSET', KEYS[1], 'state', 'started', 'token', ARGV[1], 'task_id', ARG
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
 """
-# KEYS[1] entry; ARGV token, record, finished_at, ttl.
+# KEYS[1] entry; ARGV token, record, finished_at, ttl, task_id, worker. An
+# entry that vanished (a Redis that lost its data while the code ran) is
+# written anew: this run is the only one its key had. 2: written anew.
 _FINISH = """
-if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'state') ~= 'started' then
+local tok = redis.call('HGET', KEYS[1], 'token')
+if tok == false then
+  redis.call('HSET', KEYS[1], 'state', 'finished', 'token', ARGV[1], 'task_id', ARGV[5], 'worker', ARGV[6],
+             'record', ARGV[2], 'finished_at', ARGV[3], 'restored', '1')
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  return 2
+end
+if tok ~= ARGV[1] or redis.call('HGET', KEYS[1], 'state') ~= 'started' then
   return 0
 end
 redis.call('HSET', KEYS[1], 'state', 'finished', 'record', ARGV[2], 'finished_at', ARGV[3])
@@ -142,10 +151,12 @@ class Ledger:
         return bool(self.patient(lambda: self._claim(keys=[PREFIX + key],
                                                      args=[token, task_id, worker, repr(time.time()), self.ttl])))
 
-    def finish(self, key: str, token: str, record: Dict[str, Any]) -> bool:
+    def finish(self, key: str, token: str, record: Dict[str, Any], task_id: str = "", worker: str = "") -> int:
+        """1: stored; 2: stored anew (the entry had vanished); 0: the entry
+        moved on (declared lost meanwhile)."""
         doc = json.dumps(record, separators=(",", ":"))
-        return bool(self.patient(lambda: self._finish(keys=[PREFIX + key],
-                                                      args=[token, doc, repr(time.time()), self.ttl])))
+        return int(self.patient(lambda: self._finish(keys=[PREFIX + key],
+                                                     args=[token, doc, repr(time.time()), self.ttl, task_id, worker])))
 
     def release(self, key: str, token: str) -> bool:
         return bool(self.patient(lambda: self._release(keys=[PREFIX + key], args=[token])))

@@ -174,3 +174,16 @@ def test_the_ledger_waits_for_redis_then_says_so(worker):
 def test_bad_idempotency_keys_are_refused(worker, key):
     with pytest.raises(worker.Refused):
         call(worker.run, ["true"], idempotency_key=key)
+
+
+def test_a_record_outlives_a_ledger_that_forgot(worker):
+    # Redis lost its data while the code ran: the run's record is stored
+    # anew; a watcher's verdict (lost) is not overwritten.
+    lg = worker.ledger()
+    assert lg.claim("amnesia-1", "tok", "task-a", "w1")
+    lg.r.delete("nsbox:task:amnesia-1")
+    assert lg.finish("amnesia-1", "tok", {"stdout": "x"}, "task-a", "w1") == 2
+    assert lg.get("amnesia-1")["state"] == "finished"
+    assert lg.claim("amnesia-2", "tok", "task-b", "w1")
+    assert lg.lose("amnesia-2", "tok", "gone")
+    assert lg.finish("amnesia-2", "tok", {"stdout": "x"}) == 0 and lg.get("amnesia-2")["state"] == "lost"

@@ -272,8 +272,15 @@ try:
 
     outcome = {}
 
-    def settle(name, tasks, timeout=150):
+    def settle(name, tasks, timeout=150, t_fault=None):
+        t0 = time.time()
         got = results(tasks, timeout)
+        if t_fault is not None:
+            ends = [v["finished_at"] for v in got.values() if isinstance(v, dict)]
+            print("# measured %s: all %d tasks resolved %.1f s after the fault (the client waited %.1f s); "
+                  "last record finished %.1f s after it" % (name, len(tasks), time.time() - t_fault,
+                                                           time.time() - t0, max(ends) - t_fault if ends else 0),
+                  flush=True)
         recs = {k: v for k, v in got.items() if isinstance(v, dict)}
         lost = {k: v for k, v in got.items() if isinstance(v, TaskLost)}
         other = {k: v for k, v in got.items() if k not in recs and k not in lost}
@@ -293,6 +300,7 @@ try:
         global redis_p
         redis_p.send_signal(sig)
         redis_p.wait(60)
+        time.sleep(2)      # away for two seconds, as an operator's restart would be
         redis_p = start_redis()
         return wait_for(lambda: _ping(r), 30)
 
@@ -316,7 +324,7 @@ try:
         never = [i for i, e in ledger_states([by_id[i] for i in waiting_w3]).items()
                  if not e or e.get("worker") != "w3@scale"]
         start_worker("w6")
-        recs, lost = settle("kill", tasks)
+        recs, lost = settle("kill", tasks, t_fault=t_kill)
         late = {i: round(recs[i]["delivered_at"] - t_kill, 1) for i in never if i in recs}
         ok("kill: the %d tasks w3 had prefetched and never started ran elsewhere" % len(never),
            never and all(i in recs and recs[i]["worker"] != "w3@scale" for i in never),
@@ -334,12 +342,33 @@ try:
         tasks = batch(name, 100)
         wait_for(lambda: sum(1 for e in ledger_states(tasks).values() if e.get("state") == "finished") >= 30,
                  120, 0.05)
+        t_fault = time.time()
         ok("%s: Redis is back after %s" % (name, sig.name), redis_down_up(sig))
-        recs, lost = settle(name, tasks)
+        print("# measured %s: Redis was away %.1f s" % (name, time.time() - t_fault), flush=True)
+        recs, lost = settle(name, tasks, t_fault=t_fault)
         ok("%s: nothing is lost: Redis keeps what it acknowledged (appendfsync always)" % name, not lost,
            [str(v) for v in lost.values()][:3])
         print("# %s: %d records were answered from the ledger by a second delivery (not run again)"
               % (name, sum(1 for x in recs.values() if x.get("answered_by"))), flush=True)
+
+    restored = int(r.get("nsbox:restored") or 0)
+    phase("fault 4: Redis without persistence killed with SIGKILL mid-run")
+    # What docs/scale.md warns about: Redis forgets everything. Every task
+    # must still end, as a record or a TaskLost naming it, never a hang.
+    r.config_set("appendonly", "no")
+    tasks = batch("amnesia", 100)
+    wait_for(lambda: sum(1 for e in ledger_states(tasks).values() if e.get("state") == "finished") >= 30, 120, 0.05)
+    t_fault = time.time()
+    redis_p.send_signal(signal.SIGKILL)
+    redis_p.wait(60)
+    os.rename(T + "/redis", T + "/redis.before")
+    os.makedirs(T + "/redis")
+    redis_p = start_redis()
+    ok("amnesia: an empty Redis is back", wait_for(lambda: _ping(r), 30) and r.dbsize() < 50, r.dbsize())
+    recs, lost = settle("amnesia", tasks, t_fault=t_fault)
+    ok("amnesia: the tasks Redis forgot are TaskLost, saying the broker lost them (%d)" % len(lost),
+       lost and all("lost by the broker" in str(v) for v in lost.values()),
+       [str(v) for v in lost.values()][:3])
 
     phase("the queue drains")
     # Until the broker holds nothing, so that a late redelivery would be seen.
@@ -356,7 +385,6 @@ try:
        sorted(k for k, v in outcome.items() if isinstance(v, dict) and counts.get(k) != 1)[:10])
     ok("no record's code ran without its task knowing it (only lost tasks may have partly run)",
        all(isinstance(outcome.get(k), (dict, TaskLost)) for k in counts), sorted(set(counts) - set(outcome))[:10])
-    restored = int(r.get("nsbox:restored") or 0)
     print("# faults: %d tasks, %d records, %d lost, %d messages put back early"
           % (len(outcome), sum(isinstance(v, dict) for v in outcome.values()),
              sum(isinstance(v, TaskLost) for v in outcome.values()), restored), flush=True)
