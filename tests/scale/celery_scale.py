@@ -277,10 +277,10 @@ try:
         got = results(tasks, timeout)
         if t_fault is not None:
             ends = [v["finished_at"] for v in got.values() if isinstance(v, dict)]
-            print("# measured %s: all %d tasks resolved %.1f s after the fault (the client waited %.1f s); "
-                  "last record finished %.1f s after it" % (name, len(tasks), time.time() - t_fault,
-                                                           time.time() - t0, max(ends) - t_fault if ends else 0),
-                  flush=True)
+            print("# measured %s: %d records, %d TaskLost; all %d tasks resolved %.1f s after the fault (the "
+                  "client waited %.1f s); last record finished %.1f s after it"
+                  % (name, len(ends), len(tasks) - len(ends), len(tasks), time.time() - t_fault, time.time() - t0,
+                     max(ends) - t_fault if ends else 0), flush=True)
         recs = {k: v for k, v in got.items() if isinstance(v, dict)}
         lost = {k: v for k, v in got.items() if isinstance(v, TaskLost)}
         other = {k: v for k, v in got.items() if k not in recs and k not in lost}
