@@ -47,7 +47,7 @@ from celery import Celery, bootsteps, signals
 
 from .celery_ledger import BEAT, KEY as _KEY, Ledger, StoreUnavailable
 from .celery_client import TaskLost, TaskTimeout, when as _when
-from .celery_redeliver import Redeliverer
+from .celery_redeliver import Redeliverer, keep_failed_moves
 from .errors import SandboxError
 from .host import check
 from .result import Result
@@ -94,6 +94,10 @@ WORKER_LEASE = _int_env("NSBOX_CELERY_WORKER_LEASE", 3, 1, 3600)
 # in TaskLost, and it is not run again. Its heartbeat is a thread of the pool
 # process running it, so this must exceed that process's longest stall.
 RUN_LEASE = _int_env("NSBOX_CELERY_RUN_LEASE", 20, 2, 86400)
+# How long (seconds) a task must be missing from both the broker and the
+# ledger before a client declares the broker lost it: a worker holding it
+# while its connection is down puts it back when it reconnects.
+LOST_AFTER = _int_env("NSBOX_CELERY_LOST_AFTER", 10, 1, 86400)
 # How long ledger entries (and Celery's results) are kept, in seconds.
 RECORD_TTL = _int_env("NSBOX_CELERY_RECORD_TTL", 86400, 60, 10 ** 8)
 # How long a worker waits for the ledger's Redis (a restart) before giving
@@ -490,7 +494,8 @@ def _note_held(request: Any = None, **_: Any) -> None:
     if _redeliverer is not None and request is not None:
         kw = request.kwargs if isinstance(request.kwargs, dict) else {}
         given = kw.get("idempotency_key")
-        _redeliverer.held(request.message.delivery_tag, request.id, given if isinstance(given, str) else None)
+        _redeliverer.held(request.message.delivery_tag, request.id, given if isinstance(given, str) else None,
+                          request)
 
 
 class _Redelivery(bootsteps.StartStopStep):
@@ -501,6 +506,7 @@ class _Redelivery(bootsteps.StartStopStep):
     def start(self, c: Any) -> None:
         global _redeliverer
         if _redeliverer is None:
+            keep_failed_moves()
             _redeliverer = Redeliverer(app, c.hostname, ledger(), BROKER, WORKER_LEASE, key_of)
             _redeliverer.start()
         _redeliverer.restore_own()

@@ -98,8 +98,8 @@ def results(tasks: Any, timeout: float) -> Dict[str, Any]:
     """Wait for many tasks at once, at most `timeout` seconds in all: task id
     -> its record, or the exception that stands for it (TaskLost, TaskTimeout,
     the task's own failure). A task is lost when its run died (its heartbeat
-    stood still for NSBOX_CELERY_RUN_LEASE) or when, twice a second or more
-    apart, no run had started it and the broker held no message of it (a
+    stood still for NSBOX_CELERY_RUN_LEASE) or when, for NSBOX_CELERY_LOST_AFTER
+    seconds, no run had started it and the broker held no message of it (a
     broker that lost data): the ledger then marks it lost, so that no later
     delivery runs it."""
     import redis as _redis
@@ -159,7 +159,7 @@ def results(tasks: Any, timeout: float) -> Dict[str, Any]:
                     absent.pop(tid, None)
                 elif tid not in absent:
                     absent[tid] = now
-                elif now - absent[tid] >= 1.0:
+                elif now - absent[tid] >= c.LOST_AFTER:
                     key = pending[tid]
                     why = ("task %s (key %s) was lost by the broker: no worker started it and the broker no longer "
                            "holds its message (a Redis restarted without its data?); it will not run" % (tid, key))

@@ -8,7 +8,12 @@ started, waited minutes. Each worker here does three things:
 - it notes every message it receives in `nsbox:held:NODE` (delivery tag ->
   task id and idempotency key), and beats `nsbox:alive:NODE` every second;
 - when its consumer (re)starts, after a lost broker connection, Celery has
-  dropped the messages it had reserved: it puts back those that never started;
+  dropped the messages it had reserved: it puts back those that never started.
+  Kombu moves a message from the queue to `unacked` in two steps (BRPOP,
+  then HSET); a Redis killed between them keeps neither, and kombu drops the
+  message when the second step fails. The worker keeps such a message (and
+  each one it received, until acknowledged) in memory and publishes it again
+  from that copy;
 - a reaper thread watches the other workers' beats: a worker whose beat stood
   still for the worker lease (by the watcher's clock) is gone, and its held
   messages that never started go back on the queue at once. A message whose
@@ -29,7 +34,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import redis
 
@@ -61,6 +66,33 @@ def message_ids(payload: bytes) -> Optional[Tuple[str, Optional[str]]]:
         return None
 
 
+# Messages whose move to `unacked` failed (the broker went away between
+# kombu's two steps): (raw message, exchange, routing key), main thread only.
+failed_moves: List[Tuple[Any, str, str]] = []
+
+
+def keep_failed_moves() -> None:
+    """Wrap kombu's Redis QoS.append so that a message it could not note as
+    unacknowledged is kept for republishing instead of vanishing."""
+    try:
+        from kombu.transport import redis as kredis
+    except ImportError:
+        return
+    orig = getattr(kredis.QoS, "append", None)
+    if orig is None or getattr(orig, "_nsbox", False):
+        return
+
+    def append(self: Any, message: Any, delivery_tag: Any) -> Any:
+        try:
+            return orig(self, message, delivery_tag)
+        except Exception:
+            di = getattr(message, "delivery_info", None) or {}
+            failed_moves.append((message._raw, di.get("exchange", ""), di.get("routing_key", "")))
+            raise
+    append._nsbox = True  # type: ignore[attr-defined]
+    kredis.QoS.append = append
+
+
 class Redeliverer:
     def __init__(self, app: Any, node: str, ledger: Ledger, broker_url: str, lease: float,
                  key_of: Any) -> None:
@@ -73,10 +105,16 @@ class Redeliverer:
         self._beats: Dict[str, Tuple[Optional[bytes], float]] = {}
         self._ids: Dict[str, Optional[Tuple[str, Optional[str]]]] = {}
         self._ended: Dict[str, float] = {}
+        # tag -> Celery request, from receipt until acknowledged (main thread).
+        self.mem: Dict[str, Any] = {}
 
     # ---- the worker's main process ----------------------------------------
 
-    def held(self, tag: str, task_id: str, key: Optional[str]) -> None:
+    def held(self, tag: str, task_id: str, key: Optional[str], request: Any = None) -> None:
+        if request is not None:
+            for t in [t for t, q in self.mem.items() if q.acknowledged]:
+                del self.mem[t]
+            self.mem[tag] = request
         try:
             p = self.r.pipeline(transaction=False)
             p.sadd(NODES, self.node).hset(HELD + self.node, tag, json.dumps([task_id, key])).execute()
@@ -94,10 +132,64 @@ class Redeliverer:
         """At a consumer (re)start: the messages this node held before were
         dropped by Celery; put back those that never started."""
         try:
-            return self._restore_held(self.node)
-        except redis.exceptions.RedisError as e:
+            return self._restore_moves() + self._restore_mem() + self._restore_held(self.node)
+        except Exception as e:
             log.warning("nsbox.celery: could not put back this worker's reserved messages: %s", e)
             return 0
+
+    def _restore_mem(self) -> int:
+        from celery.worker import state
+        active = set(id(q) for q in state.active_requests)
+        mine = {t: q for t, q in self.mem.items() if not q.acknowledged and id(q) not in active}
+        for t in [t for t, q in self.mem.items() if q.acknowledged or t in mine]:
+            del self.mem[t]
+        if not mine:
+            return 0
+        keys = {t: self.key_of(q.id, (q.kwargs or {}).get("idempotency_key")) for t, q in mine.items()}
+        entries = self.ledger.get_many(set(keys.values()))
+        n = 0
+        for t, q in mine.items():
+            if entries.get(keys[t]):
+                continue      # a run took it: the ledger answers
+            if self.r.hexists(UNACKED, t):
+                self._restore(t)
+            else:
+                self._republish(q)
+            n += 1
+        if n:
+            log.warning("nsbox.celery: put back %d reserved, never-started message(s) after a broker "
+                        "reconnection", n)
+        return n
+
+    def _restore_moves(self) -> int:
+        n = 0
+        while failed_moves:
+            raw, ex, rk = failed_moves[0]
+            ids = message_ids(json.dumps([raw, ex, rk]).encode())
+            if ids is None or not self.ledger.get(self.key_of(*ids)):
+                self._publish(raw, ex, rk)
+                n += 1
+            failed_moves.pop(0)
+        if n:
+            log.warning("nsbox.celery: published again %d message(s) the broker dropped while it went away", n)
+        return n
+
+    def _republish(self, request: Any) -> None:
+        # The broker lost it (popped from the queue, never in `unacked`):
+        # published again from the copy received.
+        di = request.delivery_info or {}
+        self._publish(request.message._raw, di.get("exchange", ""), di.get("routing_key", ""))
+
+    def _publish(self, raw: Any, exchange: str, routing_key: str) -> None:
+        # As kombu restores a message (flagged redelivered, at the front).
+        if self._conn is None:
+            self._conn = self.app.connection_for_write()
+        ch = self._conn.default_channel
+        with ch.conn_or_acquire() as client:
+            pipe = client.pipeline()
+            ch._do_restore_message(raw, exchange, routing_key, pipe)
+            pipe.execute()
+        self.r.incr(RESTORED)
 
     # ---- the reaper ------------------------------------------------------------
 
