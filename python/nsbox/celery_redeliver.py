@@ -100,7 +100,9 @@ class Redeliverer:
         self.r = redis.Redis.from_url(broker_url, socket_timeout=2, socket_connect_timeout=1)
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="nsbox-redeliver", daemon=True)
-        self._conn: Any = None
+        # A broker connection per thread (the reaper's, the main loop's):
+        # kombu's connections are not thread-safe.
+        self._local = threading.local()
         # What the reaper has seen: node -> (beat, since); tag -> ids; tag -> since ended.
         self._beats: Dict[str, Tuple[Optional[bytes], float]] = {}
         self._ids: Dict[str, Optional[Tuple[str, Optional[str]]]] = {}
@@ -180,30 +182,39 @@ class Redeliverer:
         di = request.delivery_info or {}
         self._publish(request.message._raw, di.get("exchange", ""), di.get("routing_key", ""))
 
+    def _channel(self) -> Any:
+        if getattr(self._local, "conn", None) is None:
+            self._local.conn = self.app.connection_for_write()
+        return self._local.conn.default_channel
+
+    def _drop_channel(self) -> None:
+        conn, self._local.conn = getattr(self._local, "conn", None), None
+        try:
+            if conn is not None:
+                conn.release()
+        except Exception:
+            pass
+
     def _publish(self, raw: Any, exchange: str, routing_key: str) -> None:
         # As kombu restores a message (flagged redelivered, at the front).
-        if self._conn is None:
-            self._conn = self.app.connection_for_write()
-        ch = self._conn.default_channel
-        with ch.conn_or_acquire() as client:
-            pipe = client.pipeline()
-            ch._do_restore_message(raw, exchange, routing_key, pipe)
-            pipe.execute()
+        try:
+            ch = self._channel()
+            with ch.conn_or_acquire() as client:
+                pipe = client.pipeline()
+                ch._do_restore_message(raw, exchange, routing_key, pipe)
+                pipe.execute()
+        except Exception:
+            self._drop_channel()
+            raise
         self.r.incr(RESTORED)
 
     # ---- the reaper ------------------------------------------------------------
 
     def _restore(self, tag: str) -> None:
-        if self._conn is None:
-            self._conn = self.app.connection_for_write()
         try:
-            self._conn.default_channel.qos.restore_by_tag(tag, leftmost=False)
+            self._channel().qos.restore_by_tag(tag, leftmost=False)
         except Exception:
-            conn, self._conn = self._conn, None
-            try:
-                conn.release()
-            except Exception:
-                pass
+            self._drop_channel()
             raise
         self.r.incr(RESTORED)
 
