@@ -8,37 +8,58 @@
     from nsbox.celery import run_code
     run_code.delay("print(6*7)", language="python").get()["stdout"]     # '42\\n'
 
+    # with a timeout, and a precise error when the task is lost:
+    from nsbox.celery import submit, result
+    result(submit(run_code, "print(6*7)", idempotency_key="job-17"), timeout=60)
+
 Tasks `nsbox.run_code(code, language="python", **kw)` and `nsbox.run(argv, **kw)`
 return the `--json` record (a dict) plus `worker` (the Celery node name),
-`host`, `queue_wait_ms`, `started_at`/`finished_at` (epoch seconds) and
-`failed_on` (the workers where setup failed before). Arguments come from the
-queue and are hostile: only `stdin`, `env` and lower `timeout`, `memory`,
+`host`, `queue_wait_ms`, `started_at`/`finished_at` (epoch seconds),
+`failed_on` (the workers where setup failed before), `idempotency_key`,
+`redelivered` and `executed_once`. Arguments come from the queue and are
+hostile: only `stdin`, `env`, `idempotency_key` and lower `timeout`, `memory`,
 `cpus`, `pids`, `max_output` than the worker's configuration are accepted;
 anything else raises `Refused` (never retried). A failure of nsbox itself
 (nothing ran) is retried on another worker; a failure of the code is a result.
-Delivery is at least once: see docs/scale.md.
+
+Each task's code runs at most once per idempotency key (the task id unless the
+caller gives one): a durable ledger (celery_ledger.py) records "started" before
+the code runs and the finished record before the message is acknowledged; a
+delivery that finds the record returns it (`redelivered: true,
+executed_once: true`), one that finds a run that died raises `TaskLost`.
+Messages a dead worker had prefetched come back within seconds
+(celery_redeliver.py). See docs/scale.md.
 """
 from __future__ import annotations
 
+import json
+import logging
 import math
 import os
 import re
 import socket
 import sys
 import time
+import uuid
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
 
+from .celery_ledger import BEAT, KEY as _KEY, Ledger, StoreUnavailable
+from .celery_client import TaskLost, TaskTimeout, when as _when
+from .celery_redeliver import Redeliverer, keep_failed_moves
 from .errors import SandboxError
 from .host import check
 from .result import Result
 from .sandbox import LANGUAGES, Sandbox
 
-__all__ = ["app", "run_code", "run", "Refused", "worker_sandbox", "ceiling"]
+__all__ = ["app", "run_code", "run", "Refused", "TaskLost", "TaskTimeout", "submit", "result", "results",
+           "worker_sandbox", "ceiling"]
 
+log = logging.getLogger("nsbox.celery")
 env = os.environ
 BROKER = env.get("NSBOX_CELERY_BROKER", "redis://127.0.0.1:6379/0")
+BACKEND = env.get("NSBOX_CELERY_BACKEND", BROKER)
 QUEUE = env.get("NSBOX_CELERY_QUEUE", "nsbox")
 
 
@@ -65,8 +86,25 @@ HOP_DELAY = 0.5
 # Redis redelivers a message that was not acknowledged within this time: it
 # must exceed the longest task, or a slow task runs twice at once.
 VISIBILITY = _int_env("NSBOX_CELERY_VISIBILITY_TIMEOUT", 3600, 1, 10 ** 7)
+# A worker whose heartbeat stood still this long (seconds, by the watcher's
+# clock) is gone: the messages it had prefetched and never started go back on
+# the queue. Too short costs a duplicate delivery, never a second run.
+WORKER_LEASE = _int_env("NSBOX_CELERY_WORKER_LEASE", 3, 1, 3600)
+# A started run whose heartbeat stood still this long is lost: its task ends
+# in TaskLost, and it is not run again. Its heartbeat is a thread of the pool
+# process running it, so this must exceed that process's longest stall.
+RUN_LEASE = _int_env("NSBOX_CELERY_RUN_LEASE", 20, 2, 86400)
+# How long (seconds) a task must be missing from both the broker and the
+# ledger before a client declares the broker lost it: a worker holding it
+# while its connection is down puts it back when it reconnects.
+LOST_AFTER = _int_env("NSBOX_CELERY_LOST_AFTER", 10, 1, 86400)
+# How long ledger entries (and Celery's results) are kept, in seconds.
+RECORD_TTL = _int_env("NSBOX_CELERY_RECORD_TTL", 86400, 60, 10 ** 8)
+# How long a worker waits for the ledger's Redis (a restart) before giving
+# up on storing a record.
+STORE_WAIT = _int_env("NSBOX_CELERY_STORE_WAIT", 120, 1, 86400)
 
-app = Celery("nsbox", broker=BROKER, backend=env.get("NSBOX_CELERY_BACKEND", BROKER))
+app = Celery("nsbox", broker=BROKER, backend=BACKEND)
 app.conf.update(
     # JSON only: a pickled message would run code in the worker itself.
     task_serializer="json", result_serializer="json", accept_content=["json"],
@@ -86,7 +124,27 @@ app.conf.update(
     result_backend_transport_options={"visibility_timeout": VISIBILITY},
     task_track_started=False,
     worker_hijack_root_logger=False,
+    result_expires=RECORD_TTL,
+    # A task sent while the broker is away fails at once, not after minutes.
+    task_publish_retry_policy={"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5,
+                               "interval_max": 1},
 )
+
+
+_ledger_obj: Optional[Ledger] = None
+
+
+def ledger() -> Ledger:
+    """The ledger on the result backend's Redis (one per process)."""
+    global _ledger_obj
+    if _ledger_obj is None:
+        _ledger_obj = Ledger(BACKEND, RECORD_TTL, STORE_WAIT)
+    return _ledger_obj
+
+
+def key_of(task_id: str, given: Optional[str]) -> str:
+    """The ledger key of a task: the idempotency key given, else the task id."""
+    return given if isinstance(given, str) and _KEY.fullmatch(given) else task_id
 
 
 class Refused(ValueError):
@@ -199,12 +257,13 @@ def _lower(name: str, v: Any) -> Any:
     return float(n)
 
 
-def _options(kw: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
+def _options(kw: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any], List[str], Optional[str]]:
     """The task's keywords checked against a closed list: (sandbox keywords,
-    run keywords, workers where setup failed before)."""
+    run keywords, workers where setup failed before, idempotency key)."""
     sb: Dict[str, Any] = {}
     rk: Dict[str, Any] = {}
     failed: List[str] = []
+    ikey: Optional[str] = None
     for k, v in kw.items():
         if k in ("memory", "cpus", "pids", "max_output"):
             sb[k] = _lower(k, v)
@@ -226,11 +285,16 @@ def _options(kw: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any], Lis
             if not isinstance(v, list) or len(v) > 64 or not all(isinstance(x, str) and len(x) <= 255 for x in v):
                 raise Refused("_failed_on: expected a list of worker names")
             failed = list(v)
+        elif k == "idempotency_key":
+            if not isinstance(v, str) or not _KEY.fullmatch(v):
+                raise Refused("idempotency_key: expected 1 to 200 characters of [A-Za-z0-9._:@/+=-], "
+                              "not starting with a punctuation mark")
+            ikey = v
         else:
             raise Refused("refused argument %.64r: the worker's configuration is the ceiling; a task may give "
-                          "stdin, env and lower timeout, memory, cpus, pids, max_output (no image, rootfs, "
-                          "policy, network, volume, workspace, user, seccomp or settings)" % (k,))
-    return sb, rk, failed
+                          "stdin, env, idempotency_key and lower timeout, memory, cpus, pids, max_output (no "
+                          "image, rootfs, policy, network, volume, workspace, user, seccomp or settings)" % (k,))
+    return sb, rk, failed, ikey
 
 
 # ---- the tasks -------------------------------------------------------------------
@@ -249,10 +313,38 @@ def _sent(request: Any) -> Optional[float]:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
+def _answer_existing(task: Any, key: str, entry: Dict[str, str], node: str) -> Dict[str, Any]:
+    """A delivery whose key another delivery already took: its stored record,
+    or TaskLost. While that run goes on (its heartbeat moves), wait for it."""
+    lg = ledger()
+    while entry.get("state") == "started":
+        moving = lg.watch(BEAT + key, RUN_LEASE, until=lambda: lg.get(key).get("state") != "started")
+        entry = lg.get(key)
+        if entry.get("state") == "started" and not moving:
+            why = ("task %s (key %s) started on %s at %s and its run stopped beating for %d s before it "
+                   "finished (its worker was killed or lost); it may have partly run and is not run again"
+                   % (task.request.id, key, entry.get("worker"), _when(entry.get("started_at")), RUN_LEASE))
+            if lg.lose(key, entry.get("token", ""), why):
+                raise TaskLost(why, task.request.id, key)
+            entry = lg.get(key)
+    if entry.get("state") == "finished":
+        rec = json.loads(entry["record"])
+        rec.update(redelivered=True, executed_once=True, answered_by=node)
+        if entry.get("task_id") != task.request.id:
+            rec["duplicate_of"] = entry.get("task_id")
+        return rec
+    if entry.get("state") == "lost":
+        raise TaskLost(entry.get("reason") or "task %s (key %s) is lost" % (task.request.id, key),
+                       task.request.id, key)
+    raise TaskLost("task %s (key %s): its ledger entry vanished (the ledger's Redis lost data?); not run "
+                   "again" % (task.request.id, key), task.request.id, key)
+
+
 def _execute(task: Any, kind: str, what: Any, language: str, kw: Dict[str, Any]) -> Dict[str, Any]:
     base = worker_sandbox()
-    sbkw, runkw, failed = _options(kw)
+    sbkw, runkw, failed, ikey = _options(kw)
     node = task.request.hostname or socket.gethostname()
+    key = ikey or task.request.id
     if node in failed:
         # Setup failed here before: pass it on to another worker.
         if task.request.retries >= MAX_RETRIES:
@@ -260,28 +352,68 @@ def _execute(task: Any, kind: str, what: Any, language: str, kw: Dict[str, Any])
         raise task.retry(kwargs=dict(kw), countdown=HOP_DELAY, max_retries=MAX_RETRIES)
     received = time.time()
     sent = _sent(task.request)
+    redelivered = bool((task.request.delivery_info or {}).get("redelivered"))
+    # "started", durably, before the code runs: one run per key, whatever
+    # the deliveries. (A claim retried over a reconnect that did land is ours.)
+    lg = ledger()
+    token = uuid.uuid4().hex
+    if not lg.claim(key, token, task.request.id, node):
+        entry = lg.get(key)
+        if entry.get("token") != token:
+            return _answer_existing(task, key, entry, node)
     started = time.time()
     try:
-        sb = Sandbox(policy=base.policy, _base=base._settings, **sbkw) if sbkw else base
-        r = sb.run_code(what, language, **runkw) if kind == "code" else sb.run(what, **runkw)
+        with lg.heartbeat(key, max(0.2, min(2.0, RUN_LEASE / 5))):
+            sb = Sandbox(policy=base.policy, _base=base._settings, **sbkw) if sbkw else base
+            r = sb.run_code(what, language, **runkw) if kind == "code" else sb.run(what, **runkw)
     except SandboxError as e:
-        if e.step in ("config", "policy"):
-            raise Refused("not accepted by nsbox: %s" % e.message) from None
         if e.step == "import_gate" and e.record is not None:
             # The policy's answer (the import gate refused the code), the
-            # same record every door gives: a result, never retried.
+            # same record every door gives: a result, never retried, kept
+            # in the ledger like any other.
             r = Result(e.record)
-        # Nothing ran: another worker may manage.
-        elif task.request.retries >= MAX_RETRIES:
-            raise
         else:
+            # Nothing ran: the key is free again.
+            lg.release(key, token)
+            if e.step in ("config", "policy"):
+                raise Refused("not accepted by nsbox: %s" % e.message) from None
+            # Another worker may manage.
+            if task.request.retries >= MAX_RETRIES:
+                raise
             kw = dict(kw, _failed_on=failed + [node])
             raise task.retry(kwargs=kw, exc=e, countdown=HOP_DELAY, max_retries=MAX_RETRIES)
+    except BaseException as e:
+        # Interrupted mid-run (the worker's shutdown): the code may have
+        # partly run, so the key is not freed for another run.
+        lg.lose(key, token, "task %s (key %s) was interrupted on %s while it ran (%s); it may have partly run "
+                "and is not run again" % (task.request.id, key, node, type(e).__name__))
+        raise
     finished = time.time()
+    # Fields around the SDK's record (which it alone writes): where and when,
+    # and what the ledger guarantees about this run.
     rec = dict(r.record)
     rec.update(worker=node, host=socket.gethostname(), started_at=started, finished_at=finished,
                queue_wait_ms=round(((received if sent is None else started) - (sent or received)) * 1000, 3),
-               failed_on=failed, redelivered=bool((task.request.delivery_info or {}).get("redelivered")))
+               delivered_at=received, failed_on=failed, idempotency_key=key, redelivered=redelivered,
+               executed_once=True)
+    # Durably, before Celery acknowledges the message.
+    try:
+        stored = lg.finish(key, token, rec, task.request.id, node)
+    except StoreUnavailable as e:
+        log.error("nsbox.celery: task %s (key %s) ran, but its record could not be stored: %s",
+                  task.request.id, key, e)
+        raise
+    if not stored:
+        # A watcher declared this run lost while it ran (its heartbeat
+        # stalled past RUN_LEASE): the ledger keeps its verdict.
+        entry = lg.get(key)
+        log.error("nsbox.celery: task %s (key %s) finished after it was declared lost: %s",
+                  task.request.id, key, entry.get("reason"))
+        raise TaskLost(entry.get("reason") or "task %s (key %s) finished on %s after it was declared lost"
+                       % (task.request.id, key, node), task.request.id, key)
+    if stored == 2:
+        log.warning("nsbox.celery: task %s (key %s): its ledger entry had vanished while it ran (Redis lost "
+                    "data); its record is stored anew", task.request.id, key)
     return rec
 
 
@@ -350,3 +482,41 @@ def _refuse_to_start(sender: Any = None, **_: Any) -> None:
         sys.stderr.write("nsbox.celery: this worker cannot run sandboxes here, not starting: %s\n" % why)
         sys.stderr.flush()
         os._exit(78)     # EX_CONFIG; before any message is taken
+
+
+# ---- fast redelivery (the worker's main process) -----------------------------------
+
+_redeliverer: Optional[Redeliverer] = None
+
+
+@signals.task_received.connect
+def _note_held(request: Any = None, **_: Any) -> None:
+    if _redeliverer is not None and request is not None:
+        kw = request.kwargs if isinstance(request.kwargs, dict) else {}
+        given = kw.get("idempotency_key")
+        _redeliverer.held(request.message.delivery_tag, request.id, given if isinstance(given, str) else None,
+                          request)
+
+
+class _Redelivery(bootsteps.StartStopStep):
+    """Runs at every start of the worker's consumer: the first, and each one
+    after a lost broker connection (when Celery drops what it had reserved)."""
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, c: Any) -> None:
+        global _redeliverer
+        if _redeliverer is None:
+            keep_failed_moves()
+            _redeliverer = Redeliverer(app, c.hostname, ledger(), BROKER, WORKER_LEASE, key_of)
+            _redeliverer.start()
+        _redeliverer.restore_own()
+
+    def shutdown(self, c: Any) -> None:
+        if _redeliverer is not None:
+            _redeliverer.stop()
+
+
+app.steps["consumer"].add(_Redelivery)
+
+
+from .celery_client import result, results, submit  # noqa: E402  (the client's side)

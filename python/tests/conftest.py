@@ -4,11 +4,42 @@ filesystem with the probe), NSBOX_TEST_BASHROOT (the same with 'bash') and
 NSBOX_TEST_CLI (the nsbox binary, for comparing records)."""
 import json
 import os
+import shutil
+import socket
 import subprocess
+import time
 
 import pytest
 
 import nsbox
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A redis-server of this test module on a free loopback port, with the
+    append-only file (nsbox.celery's ledger needs one), stopped when the
+    module ends (tests that count their descendants come later); None when
+    redis-server is not installed."""
+    if not shutil.which("redis-server"):
+        yield None
+        return
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    d = tmp_path_factory.mktemp("redis")
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                          "--appendonly", "yes", "--appendfsync", "always", "--dir", str(d)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            with socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    yield "redis://127.0.0.1:%d/0" % port
+    p.terminate()
+    p.wait(30)
 
 
 def _need(var):

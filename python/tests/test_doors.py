@@ -151,14 +151,19 @@ def mcp(world):
 
 
 @pytest.fixture(scope="module")
-def celery(world):
+def celery(world, redis_url):
     pytest.importorskip("celery", reason="Celery is not installed (python3-celery)")
+    if redis_url is None:
+        pytest.skip("redis-server is not installed: nsbox.celery's ledger needs it")
     import nsbox.celery as c
     old = dict(os.environ)
     os.environ.update(NSBOX_IMAGE=world["image"], NSBOX_POLICY=world["policy"])
     c._sb = None
+    # The ledger (a key runs once) on a redis-server of this session.
+    old_backend, c.BACKEND, c._ledger_obj = c.BACKEND, redis_url, None
     yield c
     c._sb = None
+    c.BACKEND, c._ledger_obj = old_backend, None
     os.environ.clear()
     os.environ.update(old)
 

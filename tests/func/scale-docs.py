@@ -6,8 +6,10 @@ scale-docs.test). usage: scale-docs.py SRCDIR NSBOX ROOTFS TMPDIR
   makes (taken from its sources) nor any its own sandbox filter allows, and
   under it (applied with libseccomp, when python3-seccomp is there) `nsbox
   check` says a run works and a sandbox runs;
-- the Kubernetes manifest: the settings nsbox needs in a pod, its policy
-  accepted by `nsbox policy show`;
+- the Kubernetes manifest: valid against the Kubernetes API schema
+  (k8s_schema.py, python3-kubernetes), the Baseline controls it breaks are
+  the ones it names, the settings nsbox needs in a pod, its policy accepted
+  by `nsbox policy show`;
 - oci.conf and nsbox-oci: the keys Slurm knows, and a bundle run, queried,
   killed and deleted through nsbox.
 """
@@ -116,8 +118,38 @@ except ImportError:
 if yaml:
     docs = list(yaml.safe_load_all(open(os.path.join(D, "k8s-worker.yaml"))))
     kinds = {d["kind"]: d for d in docs if d}
-    ok("k8s: the manifest parses into a ConfigMap and a Deployment", set(kinds) == {"ConfigMap", "Deployment"},
-       list(kinds))
+    ok("k8s: the manifest parses into a Namespace, a ConfigMap and a Deployment",
+       set(kinds) == {"Namespace", "ConfigMap", "Deployment"}, list(kinds))
+    try:
+        import k8s_schema
+    except ImportError as e:
+        k8s_schema = None
+        print("skip - the Kubernetes API schema: python3-kubernetes is not installed (%s)" % e)
+    if k8s_schema:
+        import copy
+        for d in docs:
+            errs = k8s_schema.validate_document(d)
+            ok("k8s: the %s is valid against the Kubernetes API schema (python3-kubernetes %s)"
+               % (d["kind"], k8s_schema.client.__version__ if hasattr(k8s_schema.client, "__version__") else ""),
+               not errs, errs)
+        # The check catches what a typo would break (so it can fail).
+        bad = copy.deepcopy(kinds["Deployment"])
+        bpod = bad["spec"]["template"]["spec"]
+        bpod["hostUser"] = bpod.pop("hostUsers")
+        bpod["containers"][0]["securityContext"]["procMount"] = "unmasked"
+        del bpod["containers"][0]["name"]
+        errs = k8s_schema.validate_document(bad)
+        ok("k8s: ...and a misspelt field, a wrong enum value and a missing required field are caught (%d)"
+           % len(errs), len(errs) == 3, errs)
+        viol = k8s_schema.baseline_violations(kinds["Deployment"]["spec"]["template"]["spec"])
+        controls = sorted({c for c, _ in viol})
+        ok("k8s: the pod breaks exactly the Baseline controls the manifest names (%s)" % ", ".join(controls),
+           controls == ["/proc mount type", "AppArmor", "hostPath volumes"], viol)
+        labels = kinds["Namespace"]["metadata"].get("labels", {})
+        ok("k8s: ...so its namespace enforces the privileged level, and says so",
+           labels.get("pod-security.kubernetes.io/enforce") == "privileged" and
+           all(d["metadata"].get("namespace") == kinds["Namespace"]["metadata"]["name"]
+               for d in docs if d and d["kind"] != "Namespace"))
     dep, cm = kinds["Deployment"], kinds["ConfigMap"]
     pod = dep["spec"]["template"]["spec"]
     ok("k8s: the pod has a user namespace (hostUsers: false)", pod.get("hostUsers") is False)
@@ -138,7 +170,12 @@ if yaml:
            sc.get("allowPrivilegeEscalation") is False and (sc.get("capabilities") or {}).get("drop") == ["ALL"])
     w = pod["containers"][0]
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in w["env"]}
-    ok("k8s: the worker runs nsbox.celery", w["command"][:4] == ["celery", "-A", "nsbox.celery", "worker"])
+    ok("k8s: the worker runs nsbox.celery (python3 -m celery: python3-celery has no celery command)",
+       w["command"][:6] == ["python3", "-m", "celery", "-A", "nsbox.celery", "worker"])
+    init = pod.get("initContainers", [{}])[0]
+    isc = init.get("securityContext") or {}
+    ok("k8s: the image-cache init container runs as uid 0 of the pod's user namespace (the hostPath is root's)",
+       pod.get("hostUsers") is False and isc.get("runAsUser") == 0 and isc.get("runAsNonRoot") is False)
     ok("k8s: broker and backend are configured", "NSBOX_CELERY_BROKER" in env and "NSBOX_CELERY_BACKEND" in env)
     nonroot = pod.get("securityContext", {}).get("runAsNonRoot") or pod.get("securityContext", {}).get("runAsUser")
     ok("k8s: a non-root worker maps one id per sandbox (the pod has 65536)",
@@ -197,7 +234,8 @@ for ln in open(os.path.join(D, "oci.conf")):
 ok("slurm: oci.conf has only keys Slurm knows", set(conf) <= KNOWN, sorted(set(conf) - KNOWN))
 ok("slurm: RunTimeRun, not RunTimeCreate/RunTimeStart (one or the other)",
    "runtimerun" in conf and "runtimecreate" not in conf and "runtimestart" not in conf)
-verbs = {k: v.split()[1] if len(v.split()) > 1 else "" for k, v in conf.items() if k.startswith("runtime")}
+verbs = {k: next((w for w in v.split() if w in ("run", "state", "kill", "delete")), "")
+         for k, v in conf.items() if k.startswith("runtime")}
 ok("slurm: every run-time command is nsbox-oci with its verb",
    all(os.path.basename(conf[k].split()[0]) == "nsbox-oci" for k in verbs) and
    verbs == {"runtimequery": "state", "runtimekill": "kill", "runtimedelete": "delete", "runtimerun": "run"},
@@ -253,5 +291,24 @@ ok("slurm: ...and its state is 'stopped'",
    json.loads(oci_run("state", "n1.u.2.0.0").stdout or "{}").get("status") == "stopped")
 oci_run("delete", "n1.u.2.0.0")
 ok("slurm: a hostile container id is refused", oci_run("state", "../../etc/passwd").returncode == 125)
+
+# A batch step: no XDG_RUNTIME_DIR, no /run/user/UID. A precise error, not a traceback.
+bare = {k: v for k, v in env.items() if k != "XDG_RUNTIME_DIR"}
+r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", oci, "state", "n1.u.3.0.0"],
+                   env=bare, capture_output=True, text=True) if os.getuid() == 0 else \
+    subprocess.run([oci, "state", "n1.u.3.0.0"], env=dict(bare, XDG_RUNTIME_DIR=os.path.join(T, "none")),
+                   capture_output=True, text=True)
+ok("slurm: without a runtime directory nsbox-oci says so and names the remedy (no traceback)",
+   r.returncode == 125 and "no runtime directory" in r.stderr and "--state-dir" in r.stderr and
+   "Traceback" not in r.stderr, r.stderr)
+# Environment Modules' exported function in the job's environment: not passed, the job runs.
+with open(os.path.join(bundle, "config.json"), "w") as f:
+    json.dump({"ociVersion": "1.0.2", "root": {"path": "rootfs"},
+               "process": {"args": ["sh", "-c", "echo ${FOO}; env | grep -c BASH_FUNC"], "cwd": "/",
+                           "env": ["FOO=bar", "PATH=/bin", "BASH_FUNC_module%%=() {  eval x\n}", "A.B=1"]}}, f)
+r = oci_run("run", "--bundle", bundle, "n1.u.4.0.0")
+ok("slurm: a job whose environment has an exported shell function runs, without it",
+   r.returncode == 1 and r.stdout == "bar\n0\n", (r.returncode, r.stdout, r.stderr))
+oci_run("delete", "n1.u.4.0.0")
 print("scale-docs: %d failed" % failed)
 sys.exit(1 if failed else 0)
