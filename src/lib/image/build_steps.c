@@ -457,7 +457,7 @@ static int step_failed(builder *b, size_t i, const nsbox_result *res, const char
 		snprintf(status, sizeof(status), "timed out");
 	else
 		snprintf(status, sizeof(status), "failed with status %d", nsbox_result_exit_status(res));
-	return nsbox_err_hint(b->err, EIO, "image",
+	return nsbox_err_hint(b->err, -EIO, "image",
 	                      denied ? "the step may reach only its own hosts: allow more with --allow-host HOST"
 	                             : "the build log has its output",
 	                      "build image '%s': step %zu/%zu (%s: %s) %s%s%s", b->name, i + 1, b->spec->n_steps,
@@ -511,8 +511,11 @@ static int run_step(builder *b, size_t i, const char *text)
 		r = nsbox_err(b->err, -wr, "image", "strip the layer '%s/%s'", b->layers, tmp);
 	if (r == 0 && (fchmod(tfd, 0700) < 0 || (!b->rootless && fchown(tfd, b->host_uid, b->host_gid) < 0)))
 		r = nsbox_err(b->err, errno, "image", "keep the layer '%s/%s'", b->layers, tmp);
-	if (r == 0 && renameat2(b->layers_fd, tmp, b->layers_fd, b->key[i], RENAME_NOREPLACE) < 0 && errno != EEXIST &&
-	    errno != ENOTEMPTY)
+	/* --rebuild: the new layer takes the old one's place (which leaves
+	 * with tmp). */
+	if (r == 0 && renameat2(b->layers_fd, tmp, b->layers_fd, b->key[i], RENAME_NOREPLACE) < 0 &&
+	    !((errno == EEXIST || errno == ENOTEMPTY) &&
+	      (!b->o->rebuild || renameat2(b->layers_fd, tmp, b->layers_fd, b->key[i], RENAME_EXCHANGE) == 0)))
 		r = nsbox_err(b->err, errno, "image", "keep the layer '%s/%s'", b->layers, b->key[i]);
 	(void) remove_beneath(b->layers_fd, tmp);
 	return r;
@@ -548,6 +551,9 @@ static int apply_state(builder *b, const build_step *st)
 
 static int run_steps(builder *b)
 {
+	/* A step that makes no layer (ENV, USER) counts as cached while every
+	 * layer before it was. */
+	bool all_cached = !b->o->rebuild;
 	for (size_t i = 0; i < b->spec->n_steps; i++) {
 		const build_step *st = &b->spec->steps[i];
 		_cleanup_free_ char *text = build_step_text(st);
@@ -558,11 +564,12 @@ static int run_steps(builder *b)
 		if (b->makes_layer[i]) {
 			struct stat lst;
 			bool cached = !b->o->rebuild && fstatat(b->layers_fd, b->key[i], &lst, AT_SYMLINK_NOFOLLOW) == 0;
+			all_cached &= cached;
 			progress(b, i, text, cached);
 			r = cached ? 0 : run_step(b, i, text);
 			r = r ?: open_layer(b, i);
 		} else {
-			progress(b, i, text, false);
+			progress(b, i, text, all_cached);
 		}
 		if (r < 0)
 			return r;
