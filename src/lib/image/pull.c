@@ -34,6 +34,25 @@ static bool path_char(char c)
 	return islower((unsigned char) c) || isdigit((unsigned char) c) || c == '.' || c == '_' || c == '-' || c == '/';
 }
 
+/* HOST[:PORT] or [IPV6][:PORT]: letters, digits, '.', '-'; a port of digits. */
+static bool registry_ok(const char *s)
+{
+	const char *end;
+	if (*s == '[') {
+		end = strchr(s, ']');
+		if (!end || end == s + 1 || strspn(s + 1, "0123456789abcdefABCDEF:.") != (size_t) (end - s - 1))
+			return false;
+		end++;
+	} else {
+		end = s + strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+		if (end == s || *s == '.' || *s == '-' || end[-1] == '.' || end[-1] == '-')
+			return false;
+	}
+	if (!*end)
+		return true;
+	return *end == ':' && end[1] && strspn(end + 1, "0123456789") == strlen(end + 1) && strlen(end + 1) <= 5;
+}
+
 int image_ref_parse(const char *in, image_ref *out)
 {
 	*out = (image_ref){ 0 };
@@ -60,10 +79,7 @@ int image_ref_parse(const char *in, image_ref *out)
 	if (slash && (memchr(s, '.', (size_t) (slash - s)) || memchr(s, ':', (size_t) (slash - s)) ||
 	              !strncmp(s, "localhost/", 10))) {
 		*slash = '\0';
-		for (const char *p = s; *p; p++)
-			if (!isalnum((unsigned char) *p) && !strchr(".-:[]", *p))
-				return -EINVAL;
-		if (!*s || strlen(s) >= sizeof(out->registry))
+		if (!registry_ok(s) || strlen(s) >= sizeof(out->registry))
 			return -EINVAL;
 		snprintf(out->registry, sizeof(out->registry), "%s", s);
 		path = slash + 1;
@@ -216,14 +232,21 @@ static const char *last_words(char *tail)
 	char *line = strrchr(tail, '\n');
 	line = line ? line + 1 : tail;
 	char *msg = strstr(line, "msg=\"");
-	if (msg) {
-		msg += 5;
-		size_t n = strlen(msg);
-		if (n && msg[n - 1] == '"')
-			msg[n - 1] = '\0';
-		return msg;
+	if (!msg)
+		return line;
+	msg += 5;
+	size_t n = strlen(msg);
+	if (n && msg[n - 1] == '"')
+		msg[--n] = '\0';
+	/* logfmt's escapes: \" and \\. */
+	char *w = msg;
+	for (const char *r = msg; *r; r++) {
+		if (r[0] == '\\' && (r[1] == '"' || r[1] == '\\'))
+			r++;
+		*w++ = *r;
 	}
-	return line;
+	*w = '\0';
+	return msg;
 }
 
 int nsbox_image_pull(const nsbox_image_pull_options *o, nsbox_error **err)
@@ -289,7 +312,7 @@ int nsbox_image_pull(const nsbox_image_pull_options *o, nsbox_error **err)
 		if (st < 0)
 			return nsbox_err(err, -st, "image", "pull '%s': run '%s'", o->ref, skopeo);
 		const char *why = last_words(tail);
-		return nsbox_err_hint(err, EIO, "image",
+		return nsbox_err_hint(err, -EIO, "image",
 		                      strstr(why, "unauthorized") || strstr(why, "authentication")
 		                      ? "log in first (docker login, or skopeo login --authfile ~/.docker/config.json)"
 		                      : strstr(why, "http: server gave HTTP response to HTTPS client")
