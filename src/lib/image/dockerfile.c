@@ -150,6 +150,8 @@ static int words(const char *rest, strv *a)
 	return 0;
 }
 
+static int no_dollar(df *d, const char *instr, const char *rest);
+
 /* ENV NAME=VALUE... with shell-like quotes ("..." with \ escapes, '...'
  * literal, \x outside quotes); or the old ENV NAME VALUE. */
 static int env_pairs(df *d, const char *rest, strv *a)
@@ -160,6 +162,8 @@ static int env_pairs(df *d, const char *rest, strv *a)
 		char *kv = NULL;
 		if (!*v)
 			return df_err(d, "ENV %s: no value", rest);
+		if (strchr(v, '$'))
+			return no_dollar(d, "ENV", rest);
 		if (asprintf(&kv, "%.*s=%s", (int) (sp - rest), rest, v) < 0 || strv_push_take(a, kv) < 0)
 			return -ENOMEM;
 		return 0;
@@ -178,6 +182,9 @@ static int env_pairs(df *d, const char *rest, strv *a)
 				q = 0;
 			} else if (*p == '\\' && q != '\'' && p[1]) {
 				buf_append(&b, ++p, 1);
+			} else if (*p == '$' && q != '\'') {
+				buf_free(&b);
+				return no_dollar(d, "ENV", rest);
 			} else {
 				buf_append(&b, p, 1);
 			}
@@ -262,7 +269,7 @@ static int instruction(df *d, char *line)
 		}
 		return r < 0 ? (strv_clear(&a), r) : add(d, BK_COPY, &a);
 	}
-	r = no_dollar(d, word, rest);
+	r = strcmp(word, "ENV") ? no_dollar(d, word, rest) : 0;
 	if (r == 0 && !strcmp(word, "ENV"))
 		r = env_pairs(d, rest, &a);
 	else if (r == 0 && !strcmp(word, "WORKDIR"))
