@@ -419,6 +419,9 @@ static int step_plan(builder *b, size_t i, step_run *s)
 	default:
 		break;
 	}
+	/* The packages (and pip's or npm's options) after the command. */
+	if (r == 0 && (st->kind == BK_APT || st->kind == BK_PIP || st->kind == BK_NPM))
+		r = push_all(&s->argv, (const char *const *) st->args.v, st->args.n);
 	if (r < 0)
 		return nsbox_err(b->err, ENOMEM, "image", "plan a build step");
 	/* Package steps and files copied are root's; RUN is USER's. */
