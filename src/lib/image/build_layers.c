@@ -120,6 +120,10 @@ static int copy_data(int in, int out)
 
 static int copy_file(flat *f, int sfd, const char *name, const struct stat *st, int dfd)
 {
+	if (linkat(sfd, name, dfd, name, 0) == 0)
+		return 0;
+	if (errno != EXDEV && errno != EMLINK && errno != EPERM)
+		return fail(f, errno, "link");
 	const char *first = st->st_nlink > 1 ? link_of(f, st) : NULL;
 	if (first)
 		return linkat(f->dest_root, first, dfd, name, 0) < 0 ? fail(f, errno, "link") : 0;
