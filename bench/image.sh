@@ -18,10 +18,10 @@ command -v hyperfine >/dev/null || { echo "bench: hyperfine is needed"; exit 1; 
 T=$(mktemp -d /tmp/nsbox-bench-image.XXXXXX)
 chmod 755 "$T"
 name=bench-image-$$
-pre=$(ls -A "$layers" 2>/dev/null | sort)
+pre=$(find "$layers" -mindepth 1 -maxdepth 1 -printf "%f\n" 2>/dev/null | sort)
 finish() {
 	rm -rf "${store:?}/$name"
-	comm -13 <(printf '%s\n' "$pre") <(ls -A "$layers" 2>/dev/null | sort) |
+	comm -13 <(printf '%s\n' "$pre") <(find "$layers" -mindepth 1 -maxdepth 1 -printf "%f\n" 2>/dev/null | sort) |
 		while read -r l; do [ -n "$l" ] && rm -rf "${layers:?}/$l"; done
 	rm -rf "$T"
 }
