@@ -120,19 +120,24 @@ static int copy_data(int in, int out)
 
 static int copy_file(flat *f, int sfd, const char *name, const struct stat *st, int dfd)
 {
-	if (linkat(sfd, name, dfd, name, 0) == 0)
-		return 0;
-	if (errno != EXDEV && errno != EMLINK && errno != EPERM)
-		return fail(f, errno, "link");
-	const char *first = st->st_nlink > 1 ? link_of(f, st) : NULL;
-	if (first)
-		return linkat(f->dest_root, first, dfd, name, 0) < 0 ? fail(f, errno, "link") : 0;
 	_cleanup_close_ int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat ist;
 	if (in < 0 || fstat(in, &ist) < 0)
 		return fail(f, errno, "read");
 	if (ist.st_ino != st->st_ino || ist.st_dev != st->st_dev || !S_ISREG(ist.st_mode))
 		return fail(f, ESTALE, "read");
+	/* A file with extended attributes (a step's, or overlayfs's own) is
+	 * copied without them: an image carries none. */
+	ssize_t xl = flistxattr(in, NULL, 0);
+	if (xl == 0 || (xl < 0 && errno == ENOTSUP)) {
+		if (linkat(sfd, name, dfd, name, 0) == 0)
+			return 0;
+		if (errno != EXDEV && errno != EMLINK && errno != EPERM)
+			return fail(f, errno, "link");
+	}
+	const char *first = st->st_nlink > 1 ? link_of(f, st) : NULL;
+	if (first)
+		return linkat(f->dest_root, first, dfd, name, 0) < 0 ? fail(f, errno, "link") : 0;
 	_cleanup_close_ int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return fail(f, errno, "create");
