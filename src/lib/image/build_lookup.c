@@ -47,10 +47,12 @@ int lookup_read(const int *dirs, size_t n, const char *rel, char **out)
 		struct stat st;
 		int r = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : st.st_size > MAX_TEXT ? -EFBIG : 0;
 		char *text = r == 0 ? malloc((size_t) st.st_size + 1) : NULL;
-		if (r == 0 && !text)
-			r = -ENOMEM;
+		if (!text) {
+			close(fd);
+			return r < 0 ? r : -ENOMEM;
+		}
 		size_t len = 0;
-		while (r == 0 && len < (size_t) st.st_size) {
+		while (len < (size_t) st.st_size) {
 			ssize_t got = read(fd, text + len, (size_t) st.st_size - len);
 			if (got < 0 && errno == EINTR)
 				continue;
@@ -59,10 +61,6 @@ int lookup_read(const int *dirs, size_t n, const char *rel, char **out)
 			len += (size_t) got;
 		}
 		close(fd);
-		if (r < 0) {
-			free(text);
-			return r;
-		}
 		text[len] = '\0';
 		*out = text;
 		return 0;

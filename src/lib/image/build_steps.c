@@ -239,7 +239,8 @@ static int compute_keys(builder *b)
 	sha256_final_hex(&c, prev);
 	size_t layers = 0;
 	strv env = { 0 };
-	_cleanup_free_ char *workdir = NULL, *user = NULL;
+	_cleanup_free_ char *workdir = NULL;
+	_cleanup_free_ char *user = NULL;
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < b->spec->n_steps; i++) {
 		const build_step *st = &b->spec->steps[i];
@@ -661,6 +662,12 @@ static void builder_free(builder *b)
 static int prepare(builder *b)
 {
 	const nsbox_image_spec *s = b->spec;
+	size_t n = s->n_steps ? s->n_steps : 1;
+	b->key = calloc(n, sizeof(*b->key));
+	b->makes_layer = calloc(n, sizeof(*b->makes_layer));
+	b->upper_fds = calloc(n, sizeof(*b->upper_fds));
+	if (!b->key || !b->makes_layer || !b->upper_fds)
+		return nsbox_err(b->err, ENOMEM, "image", "build");
 	for (size_t i = 0; b->rootless && i < s->n_steps; i++)
 		if (s->steps[i].kind == BK_APT)
 			return nsbox_err_hint(b->err, EPERM, "image",
@@ -703,12 +710,6 @@ static int prepare(builder *b)
 	if (flock(b->layers_fd, LOCK_SH) < 0)
 		return nsbox_err(b->err, errno, "image", "lock '%s'", b->layers);
 	image_reap(b->layers);
-	size_t n = s->n_steps ? s->n_steps : 1;
-	b->key = calloc(n, sizeof(*b->key));
-	b->makes_layer = calloc(n, sizeof(*b->makes_layer));
-	b->upper_fds = calloc(n, sizeof(*b->upper_fds));
-	if (!b->key || !b->makes_layer || !b->upper_fds)
-		return nsbox_err(b->err, ENOMEM, "image", "build");
 	return find_base(b) ?: open_context(b);
 }
 

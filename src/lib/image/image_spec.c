@@ -342,7 +342,7 @@ int spec_parse_yaml(nsbox_image_spec *s, const char *origin, const char *text, s
 		r = root ? yw_err(err, "image", origin, root, "an image file is a mapping (from, allow, steps)")
 		         : nsbox_err_at(err, "image", origin, 1, 1, "the image file is empty");
 	bool have_from = false;
-	if (r == 0)
+	if (r == 0 && root)
 		yw_pairs(&doc, root, k, v) {
 			const char *key = yw_scalar(k);
 			if (r < 0)
@@ -370,7 +370,7 @@ int spec_parse_yaml(nsbox_image_spec *s, const char *origin, const char *text, s
 				r = yw_err(err, "image", origin, k, "unknown key '%s' (from, allow, steps)", key ? key : "?");
 			}
 		}
-	if (r == 0 && !have_from)
+	if (r == 0 && root && !have_from)
 		r = yw_err(err, "image", origin, root, "no 'from': the image to build on");
 	yaml_document_delete(&doc);
 	return r;

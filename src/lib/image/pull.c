@@ -305,7 +305,7 @@ int nsbox_image_pull(const nsbox_image_pull_options *o, nsbox_error **err)
 	argv[a++] = src;
 	argv[a++] = dest;
 	argv[a] = NULL;
-	char tail[2048];
+	char tail[2048] = "";
 	int st = lock < 0 ? lock : run_tool(argv, o->log_fd, tail, sizeof(tail));
 	if (st != 0) {
 		(void) remove_tree(tmp);
