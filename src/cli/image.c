@@ -1,6 +1,5 @@
 /* `nsbox image build | pull | import | ls | rm | prune`. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,9 @@
 
 #include "cli.h"
 #include "image_cli.h"
+#include "opts.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char image_usage[] =
 	"Usage: nsbox image build [NAME] [--recipe minimal|default|dev] [--rebuild] [--mirror URL] [--suite SUITE]\n"
@@ -20,34 +22,44 @@ static const char image_usage[] =
 	"       nsbox image rm NAME\n"
 	"       nsbox image prune               (the cached layers of declarative builds)\n"
 	"\n"
-	"Debootstrap builds (root):\n"
-	"  --recipe NAME       minimal: python3, nodejs, npm, git; default: that and numpy, pandas,\n"
-	"                      requests, httpx, matplotlib, curl, procps; dev: that and build-essential,\n"
-	"                      autoconf, pkg-config\n"
-	"  --mirror URL        the Debian archive to build from (default: the host's apt source)\n"
-	"  --suite SUITE       the Debian release (default: the host's)\n"
-	"Declarative builds (steps in order, each in a sandbox; a step whose inputs are unchanged\n"
-	"is not run again):\n"
-	"  --from BASE         the image to build on\n"
-	"  -f, --file PATH     a Dockerfile (FROM, RUN, COPY, ENV, WORKDIR, USER) or an image file\n"
-	"                      (*.yaml); its steps come before the command line's\n"
-	"  --apt PKGS          apt-get install PKGS (root only)\n"
-	"  --pip ARGS          pip install ARGS\n"
-	"  --npm ARGS          npm install -g ARGS\n"
-	"  --copy SRC:DST      copy SRC of CONTEXT (default: the current directory) to DST\n"
-	"  --run CMD           run a shell command\n"
-	"  --env NAME=VALUE    a variable for the steps after it\n"
-	"  --workdir DIR       make DIR; the steps after it run there\n"
-	"  --user USER         the --run steps after it run as USER\n"
-	"  --allow-host HOST   every step may reach HOST[:PORT] too (apt: the image's archives,\n"
-	"                      pip: pypi.org, npm: registry.npmjs.org are allowed to their steps)\n"
-	"Pulls:\n"
-	"  --tls-verify=false  a plain-HTTP (or self-signed) registry\n"
-	"  --authfile FILE     registry credentials (default: ~/.docker/config.json)\n"
-	"Common:\n"
-	"  --rebuild           build again even if the image is up to date; run every step\n"
-	"  --json              print the image as JSON on stdout; no progress\n"
-	"  -h, --help          print this help\n";
+	"A declarative build runs its steps in order, each in a sandbox; a step whose inputs are\n"
+	"unchanged is not run again. Its STEPs: --apt, --pip, --npm, --copy, --run, --env,\n"
+	"--workdir, --user (those of -f's file come first).\n"
+	"\n";
+
+/* Which subcommand an option belongs to, for the error that names it. */
+enum { FOR_BUILD = 1, FOR_RECIPE = 2, FOR_SPEC = 4, FOR_PULL = 8, FOR_JSON = 16 };
+
+enum {
+	O_REBUILD = 1, O_MIRROR, O_SUITE, O_RECIPE, O_FROM, O_FILE, O_APT, O_PIP, O_NPM, O_COPY, O_RUN, O_ENV,
+	O_WORKDIR, O_USER, O_ALLOW, O_JSON, O_TLS, O_AUTHFILE, O_HELP,
+};
+
+static const opt_def image_opts[] = {
+	{ "recipe", 0, "NAME", O_RECIPE, "debootstrap builds (root): minimal (python3, nodejs, npm, git),\n"
+	  "default (that and numpy, pandas, requests, httpx, matplotlib,\ncurl, procps), dev (that and "
+	  "build-essential, autoconf,\npkg-config)", NULL },
+	{ "mirror", 0, "URL", O_MIRROR, "the Debian archive to build from (default: the host's)", NULL },
+	{ "suite", 0, "SUITE", O_SUITE, "the Debian release (default: the host's)", NULL },
+	{ "from", 0, "BASE", O_FROM, "a declarative build on the image BASE", NULL },
+	{ "file", 'f', "PATH", O_FILE, "a Dockerfile (FROM, RUN, COPY, ENV, WORKDIR, USER) or\nan image file (*.yaml)", NULL },
+	{ "apt", 0, "PKGS", O_APT, "step: apt-get install PKGS (root only)", NULL },
+	{ "pip", 0, "ARGS", O_PIP, "step: pip install ARGS", NULL },
+	{ "npm", 0, "ARGS", O_NPM, "step: npm install -g ARGS", NULL },
+	{ "copy", 0, "SRC:DST", O_COPY, "step: copy SRC of CONTEXT (default: .) to DST", NULL },
+	{ "run", 0, "CMD", O_RUN, "step: run a shell command", NULL },
+	{ "env", 0, "NAME=VALUE", O_ENV, "step: a variable for the steps after it", NULL },
+	{ "workdir", 0, "DIR", O_WORKDIR, "step: make DIR; the steps after it run there", NULL },
+	{ "user", 0, "USER", O_USER, "step: the --run steps after it run as USER", NULL },
+	{ "allow-host", 0, "HOST", O_ALLOW, "every step may reach HOST[:PORT] too (apt: the image's\n"
+	  "archives, pip: pypi.org, npm: registry.npmjs.org are\nallowed to their steps)", NULL },
+	{ "rebuild", 0, NULL, O_REBUILD, "build again even if the image is up to date; run every step", NULL },
+	{ "tls-verify", 0, "BOOL", O_TLS, "pull: false for a plain-HTTP (or self-signed) registry", NULL },
+	{ "authfile", 0, "FILE", O_AUTHFILE, "pull: registry credentials (default: ~/.docker/config.json)", NULL },
+	{ "json", 0, NULL, O_JSON, "build, pull: the image as JSON on stdout; no progress", NULL },
+	{ "help", 'h', NULL, O_HELP, "print this help", NULL },
+	{ 0 },
+};
 
 int image_describe(const char *name)
 {
@@ -158,9 +170,6 @@ static int prune(void)
 	return 0;
 }
 
-/* Which subcommand an option belongs to, for the error that names it. */
-enum { FOR_BUILD = 1, FOR_RECIPE = 2, FOR_SPEC = 4, FOR_PULL = 8, FOR_JSON = 16 };
-
 static bool add_step(image_build_cli *c, const char *kind, const char *arg, const char *opt)
 {
 	if (c->n_steps == IMAGE_CLI_MAX)
@@ -175,28 +184,6 @@ static bool add_step(image_build_cli *c, const char *kind, const char *arg, cons
  * only its own. */
 int cmd_image(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "rebuild", no_argument, NULL, 'r' },
-		{ "mirror", required_argument, NULL, 'm' },
-		{ "suite", required_argument, NULL, 's' },
-		{ "recipe", required_argument, NULL, 'R' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "file", required_argument, NULL, 'f' },
-		{ "apt", required_argument, NULL, 'A' },
-		{ "pip", required_argument, NULL, 'P' },
-		{ "npm", required_argument, NULL, 'N' },
-		{ "copy", required_argument, NULL, 'C' },
-		{ "run", required_argument, NULL, 'X' },
-		{ "env", required_argument, NULL, 'E' },
-		{ "workdir", required_argument, NULL, 'W' },
-		{ "user", required_argument, NULL, 'U' },
-		{ "allow-host", required_argument, NULL, 'H' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "tls-verify", required_argument, NULL, 'T' },
-		{ "authfile", required_argument, NULL, 'a' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	static image_build_cli c;
 	memset(&c, 0, sizeof(c));
 	c.o = (nsbox_image_build_options){ .version = NSBOX_IMAGE_BUILD_OPTIONS_VERSION, .log_fd = 2 };
@@ -204,69 +191,72 @@ int cmd_image(int argc, char **argv)
 	const char *authfile = NULL;
 	unsigned used = 0;
 	char first[5][32] = { "" };   /* the first option of each kind, for errors */
-	int ch, li;
-	opterr = 0;
-	optind = 0;   /* glibc: start afresh, permuting */
-	for (;;) {
-		li = -1;
-		if ((ch = getopt_long(argc, argv, ":hf:", opts, &li)) == -1)
-			break;
-		char opt[32];
-		if (li >= 0)
-			snprintf(opt, sizeof(opt), "--%s", opts[li].name);
-		else
-			snprintf(opt, sizeof(opt), "-%c", ch);
+	char *operands[IMAGE_CLI_MAX + 8];
+	int n_ops = 0;
+	opt_state os;
+	opt_init(&os, image_opts, argc, argv, false);
+	const char *v;
+	const opt_def *d;
+	char err[256];
+	for (int id; (id = opt_next(&os, &v, &d, err, sizeof(err))) != OPT_DONE;) {
 		unsigned kind = 0;
 		bool ok = true;
-		switch (ch) {
-		case 'r': c.o.rebuild = true; kind = FOR_BUILD; break;
-		case 'm': c.o.mirror = optarg; kind = FOR_RECIPE; break;
-		case 's': c.o.suite = optarg; kind = FOR_RECIPE; break;
-		case 'R': c.o.recipe = optarg; kind = FOR_RECIPE; break;
-		case 'F': c.from = optarg; kind = FOR_SPEC; break;
-		case 'f': c.file = optarg; kind = FOR_SPEC; break;
-		case 'A': ok = add_step(&c, "apt", optarg, "--apt"); kind = FOR_SPEC; break;
-		case 'P': ok = add_step(&c, "pip", optarg, "--pip"); kind = FOR_SPEC; break;
-		case 'N': ok = add_step(&c, "npm", optarg, "--npm"); kind = FOR_SPEC; break;
-		case 'C': ok = add_step(&c, "copy", optarg, "--copy"); kind = FOR_SPEC; break;
-		case 'X': ok = add_step(&c, "run", optarg, "--run"); kind = FOR_SPEC; break;
-		case 'E': ok = add_step(&c, "env", optarg, "--env"); kind = FOR_SPEC; break;
-		case 'W': ok = add_step(&c, "workdir", optarg, "--workdir"); kind = FOR_SPEC; break;
-		case 'U': ok = add_step(&c, "user", optarg, "--user"); kind = FOR_SPEC; break;
-		case 'H':
+		switch (id) {
+		case OPT_ERROR: print_msg("image: %s (see 'nsbox image --help')", err); return EXIT_SETUP;
+		case OPT_OPERAND: ok = n_ops < (int) ARRAY_LEN(operands); if (ok) operands[n_ops++] = (char *) v; break;
+		case O_REBUILD: c.o.rebuild = true; kind = FOR_BUILD; break;
+		case O_MIRROR: c.o.mirror = v; kind = FOR_RECIPE; break;
+		case O_SUITE: c.o.suite = v; kind = FOR_RECIPE; break;
+		case O_RECIPE: c.o.recipe = v; kind = FOR_RECIPE; break;
+		case O_FROM: c.from = v; kind = FOR_SPEC; break;
+		case O_FILE: c.file = v; kind = FOR_SPEC; break;
+		case O_APT: ok = add_step(&c, "apt", v, "--apt"); kind = FOR_SPEC; break;
+		case O_PIP: ok = add_step(&c, "pip", v, "--pip"); kind = FOR_SPEC; break;
+		case O_NPM: ok = add_step(&c, "npm", v, "--npm"); kind = FOR_SPEC; break;
+		case O_COPY: ok = add_step(&c, "copy", v, "--copy"); kind = FOR_SPEC; break;
+		case O_RUN: ok = add_step(&c, "run", v, "--run"); kind = FOR_SPEC; break;
+		case O_ENV: ok = add_step(&c, "env", v, "--env"); kind = FOR_SPEC; break;
+		case O_WORKDIR: ok = add_step(&c, "workdir", v, "--workdir"); kind = FOR_SPEC; break;
+		case O_USER: ok = add_step(&c, "user", v, "--user"); kind = FOR_SPEC; break;
+		case O_ALLOW:
 			ok = c.n_allow < IMAGE_CLI_MAX;
 			if (ok)
-				c.allow[c.n_allow++] = optarg;
+				c.allow[c.n_allow++] = v;
 			kind = FOR_SPEC;
 			break;
-		case 'j': c.json = true; kind = FOR_JSON; break;
-		case 'T':
-			if (strcmp(optarg, "true") && strcmp(optarg, "false")) {
-				print_msg("image: --tls-verify takes true or false, not '%s'", optarg);
+		case O_JSON: c.json = true; kind = FOR_JSON; break;
+		case O_TLS:
+			if (strcmp(v, "true") && strcmp(v, "false")) {
+				print_msg("image: --tls-verify takes true or false, not '%s'", v);
 				return EXIT_SETUP;
 			}
-			tls_verify = !strcmp(optarg, "true");
+			tls_verify = !strcmp(v, "true");
 			kind = FOR_PULL;
 			break;
-		case 'a': authfile = optarg; kind = FOR_PULL; break;
-		case 'h': fputs(image_usage, stdout); return 0;
-		case ':': print_msg("image: option '%s' needs a value", argv[optind - 1]); return EXIT_SETUP;
-		default: print_msg("image: unknown option '%s' (see 'nsbox image --help')", argv[optind - 1]); return EXIT_SETUP;
+		case O_AUTHFILE: authfile = v; kind = FOR_PULL; break;
+		case O_HELP:
+			fputs(image_usage, stdout);
+			opt_help(stdout, image_opts);
+			return 0;
 		}
 		if (!ok) {
-			print_msg("image build: more than %d steps or hosts on the command line", IMAGE_CLI_MAX);
+			print_msg("image: more than %d steps, hosts or arguments on the command line", IMAGE_CLI_MAX);
 			return EXIT_SETUP;
 		}
 		for (unsigned b = 0; b < 5; b++)
 			if ((kind >> b & 1) && !first[b][0])
-				snprintf(first[b], sizeof(first[b]), "%s", opt);
+				snprintf(first[b], sizeof(first[b]), "--%s", d->name);
 		used |= kind;
 	}
-	const char *sub = optind < argc ? argv[optind] : NULL;
-	int nargs = sub ? argc - optind - 1 : 0;
-	char **args = argv + optind + 1;
+	/* After "--": operands only. */
+	for (; os.i < argc && n_ops < (int) ARRAY_LEN(operands); os.i++)
+		operands[n_ops++] = argv[os.i];
+	const char *sub = n_ops ? operands[0] : NULL;
+	int nargs = sub ? n_ops - 1 : 0;
+	char **args = operands + 1;
 	if (!sub) {
 		fputs(image_usage, stderr);
+		opt_help(stderr, image_opts);
 		return EXIT_SETUP;
 	}
 	bool build = !strcmp(sub, "build"), is_pull = !strcmp(sub, "pull");
@@ -286,7 +276,7 @@ int cmd_image(int argc, char **argv)
 	nsbox_error *e = NULL;
 	if (build && (used & FOR_SPEC)) {
 		if (nargs < 1 || nargs > 2) {
-			print_msg("image build: a build from an image takes NAME and an optional CONTEXT\n%s", image_usage);
+			print_msg("image build: a build from an image takes NAME and an optional CONTEXT (see 'nsbox image --help')");
 			return EXIT_SETUP;
 		}
 		if (!c.from && !c.file) {
@@ -318,6 +308,6 @@ int cmd_image(int argc, char **argv)
 	if (!build && !is_pull && strcmp(sub, "import") && strcmp(sub, "ls") && strcmp(sub, "rm") && strcmp(sub, "prune"))
 		print_msg("image: unknown subcommand '%s' (see 'nsbox image --help')", sub);
 	else
-		print_msg("image %s: wrong number of arguments\n%s", sub, image_usage);
+		print_msg("image %s: wrong number of arguments (see 'nsbox image --help')", sub);
 	return EXIT_SETUP;
 }
