@@ -114,7 +114,7 @@ static const struct command {
 	{ "ps", cmd_ps, "ps [--json]", "list the started sandboxes" },
 	{ "stop", cmd_stop, "stop NAME", "end a started sandbox" },
 	{ "mcp", cmd_mcp, "mcp [RUN OPTIONS]", "serve the sandbox's tools to an MCP client on stdio" },
-	{ "image", cmd_image, "image build [NAME] | ls | rm NAME ...", "build and manage root filesystem images" },
+	{ "image", cmd_image, "image build | pull | import | ls | rm | prune", "build, pull and manage root filesystem images" },
 	{ "session", cmd_session, "session ls | changes NAME | diff NAME | apply NAME | discard NAME",
 	  "review and apply the workspace changes a run kept" },
 	{ "check", cmd_check, "check [--json]", "what isolation and limits work here, with remedies" },

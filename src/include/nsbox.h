@@ -556,21 +556,92 @@ void nsbox_governor_free(nsbox_governor *g);
 
 /* ---- images ------------------------------------------------------------ */
 
-#define NSBOX_IMAGE_BUILD_OPTIONS_VERSION 1
+/* Version 1 ends at log_fd; version 2 adds recipe, spec and on_step.
+ * Callers built against an older header keep passing their version. */
+#define NSBOX_IMAGE_BUILD_OPTIONS_VERSION 2
+
+/* ---- declarative image builds (image/image_spec.c, image/build_*.c) ----- */
+
+/* What a declarative build makes: a base image (FROM) and steps, from the
+ * command line, a YAML image file or a Dockerfile (nsbox(1), IMAGES). */
+typedef struct nsbox_image_spec nsbox_image_spec;
+int nsbox_image_spec_new(nsbox_image_spec **out, nsbox_error **err);
+void nsbox_image_spec_free(nsbox_image_spec *s);
+/* The image to build on: an image of the caller's store (root: root's). */
+int nsbox_image_spec_set_from(nsbox_image_spec *s, const char *image, nsbox_error **err);
+/* The directory COPY takes its sources from (NULL: the current one);
+ * nothing outside it is copied, through '..' or a symlink. */
+int nsbox_image_spec_set_context(nsbox_image_spec *s, const char *dir, nsbox_error **err);
+/* Append a step. kind: "apt" (packages), "pip" / "npm" (install's
+ * arguments), "copy" (SRC... DST), "run" (one shell command), "exec"
+ * (argv), "env" (NAME=VALUE...), "workdir" (a directory), "user"
+ * (NAME|UID[:GROUP|GID]). A package list may come as one string of names
+ * separated by blanks or commas. origin names it in errors ("--apt"). */
+int nsbox_image_spec_add_step(nsbox_image_spec *s, const char *kind, const char *const *args, size_t n,
+                              const char *origin, nsbox_error **err);
+/* A host every step may reach (HOST[:PORT]) besides its own: apt the
+ * image's archives, pip pypi.org and files.pythonhosted.org, npm
+ * registry.npmjs.org. */
+int nsbox_image_spec_allow_host(nsbox_image_spec *s, const char *host, nsbox_error **err);
+/* Read a YAML image file (*.yaml, *.yml) or a Dockerfile (anything else)
+ * into s: FROM and the steps. Errors name file:line[:column]. */
+int nsbox_image_spec_load(nsbox_image_spec *s, const char *path, nsbox_error **err);
 
 typedef struct nsbox_image_build_options {
 	uint32_t version;     /* NSBOX_IMAGE_BUILD_OPTIONS_VERSION */
 	const char *name;     /* NULL: "default" */
 	const char *mirror;   /* NULL: the archive the host's apt uses */
 	const char *suite;    /* NULL: the host's release */
-	bool rebuild;         /* replace an existing image */
+	bool rebuild;         /* replace an existing image; run every step again */
 	int log_fd;           /* progress and the tools' output; -1: discarded */
+	/* Version 2. A debootstrap build's recipe: "minimal", "default"
+	 * (NULL), "dev" (rootfs/debootstrap.sh says what each holds). */
+	const char *recipe;
+	/* A declarative build instead (root, or a user from an image of their
+	 * own without apt steps), or NULL. */
+	const nsbox_image_spec *spec;
+	/* Called as each step of a declarative build starts (index from 1;
+	 * cached: its layer exists and it does not run); NULL: none. */
+	void (*on_step)(void *userdata, unsigned index, unsigned count, const char *what, bool cached);
+	void *step_userdata;
 } nsbox_image_build_options;
 
-/* Build the Python+Node image with debootstrap (root only). Returns 0 when
- * built, 1 when the image existed and was kept. Nothing is left behind on
- * failure. */
+/* Build an image: with debootstrap from a recipe (root only), or from a
+ * spec. Returns 0 when built, 1 when the image existed and was kept (a
+ * declarative build: made of exactly these inputs). Nothing is left behind
+ * on failure but a declarative build's layers of the steps that succeeded
+ * (cached for the next build; nsbox_image_prune removes them). */
 int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err);
+/* Remove the cached layers of declarative builds from the caller's store
+ * (not while a build runs: -EBUSY); *freed (may be NULL): bytes. */
+int nsbox_image_prune(uint64_t *freed, nsbox_error **err);
+
+/* ---- registry pulls (image/pull.c) --------------------------------------- */
+
+#define NSBOX_IMAGE_PULL_OPTIONS_VERSION 1
+
+typedef struct nsbox_image_pull_options {
+	uint32_t version;        /* NSBOX_IMAGE_PULL_OPTIONS_VERSION */
+	/* A registry reference: NAME[:TAG][@DIGEST] on Docker Hub ("alpine",
+	 * "user/app:1"), or REGISTRY/PATH[:TAG][@DIGEST] ("ghcr.io/o/app",
+	 * "localhost:5000/app"). */
+	const char *ref;
+	const char *name;        /* the image's name here; NULL: nsbox_image_ref_name */
+	bool tls_verify;         /* false: a plain-HTTP (or self-signed) registry */
+	/* Credentials: a Docker config file; NULL: $DOCKER_CONFIG/config.json
+	 * or ~/.docker/config.json, as docker login writes them. */
+	const char *authfile;
+	int log_fd;              /* skopeo's output; -1: discarded */
+} nsbox_image_pull_options;
+
+/* Fetch the image with skopeo (verifying every blob's digest, and the
+ * manifest's when the reference pins one) and import it like
+ * nsbox_image_import, with all its checks. */
+int nsbox_image_pull(const nsbox_image_pull_options *o, nsbox_error **err);
+/* The image name a reference gets by default: its last path component,
+ * and the tag unless it is "latest" ("ghcr.io/o/app:1.2" -> "app-1.2");
+ * malloc'ed into *name. -EINVAL for a malformed reference. */
+int nsbox_image_ref_name(const char *ref, char **name, nsbox_error **err);
 
 typedef struct nsbox_image_info {
 	char *name;

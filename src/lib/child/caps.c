@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "plan/plan.h"
@@ -28,10 +29,15 @@ int caps_last(void)
 
 int caps_drop_bounding(int cap_last)
 {
+	return caps_drop_bounding_except(cap_last, 0);
+}
+
+int caps_drop_bounding_except(int cap_last, uint64_t keep)
+{
 	/* The bounding set first: dropping it needs CAP_SETPCAP, which the
 	 * capset below removes. */
 	for (int c = 0; c <= cap_last; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+		if (!(c < 64 && (keep >> c & 1)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
 			return -errno;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
@@ -41,8 +47,18 @@ int caps_drop_bounding(int cap_last)
 /* Empty the effective, permitted and inheritable sets. */
 int caps_clear(void)
 {
+	return caps_set(0);
+}
+
+/* Effective and permitted: `keep`; inheritable: empty. A build step's
+ * root keeps what a package manager needs (plan.h's keep_caps); an exec
+ * as uid 0 then gets exactly the bounding set, which is `keep` too. */
+int caps_set(uint64_t keep)
+{
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { { 0 } };
+	data[0].effective = data[0].permitted = (uint32_t) keep;
+	data[1].effective = data[1].permitted = (uint32_t) (keep >> 32);
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		return -errno;
 	return 0;

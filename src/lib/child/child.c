@@ -310,7 +310,7 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	 * cannot push input into the caller's terminal (TIOCSTI). */
 	if (setsid() < 0)
 		fail(a, STEP_SETSID, -1, errno);
-	int r = p->keeper_exec ? 0 : caps_drop_bounding(p->cap_last);
+	int r = p->keeper_exec ? 0 : caps_drop_bounding_except(p->cap_last, p->keep_caps);
 	if (r < 0)
 		fail(a, STEP_CAPS, -1, r);
 	if (p->may_setgroups && sys_setgroups0() < 0)
@@ -319,7 +319,7 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 		fail(a, STEP_SETGID, -1, errno);
 	if (sys_setresuid(p->uid, p->uid, p->uid) < 0)
 		fail(a, STEP_SETUID, -1, errno);
-	r = caps_clear();
+	r = caps_set(p->keep_caps);
 	if (r < 0)
 		fail(a, STEP_CAPS, -1, r);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -183,12 +183,34 @@ int mounts_open_sources(const nsbox_plan *p, int *failed_op)
 	return 0;
 }
 
+/* A build step's root: the overlay of the base image and the layers below
+ * it, writable, its upper directory the step's new layer. The options name
+ * the layers relative to their directory (one page holds more of them),
+ * so they are resolved from there. */
+static int overlay_root(const nsbox_plan *p)
+{
+	const nsbox_config *c = p->cfg;
+	if (chdir(c->build.overlay_dir) < 0)
+		return -errno;
+	if (mount("overlay", p->rootfs_path, "overlay", MS_NOSUID | MS_NODEV | MS_SILENT, c->build.overlay) < 0)
+		return -errno;
+	if (chdir("/") < 0)
+		return -errno;
+	int fd = open(p->rootfs_path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int mounts_build_root(const nsbox_plan *p, int idmapped, int *failed_op)
 {
 	*failed_op = -1;
 	/* Nothing we mount may propagate back to the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
+	if (p->cfg->build.overlay) {
+		if (idmapped >= 0)
+			close(idmapped);
+		return overlay_root(p);
+	}
 	int src = p->child_fds[p->n_ops];
 	/* Root's idmapped clone comes read-only from the parent; otherwise
 	 * clone the root here and make it read-only before it is attached:
@@ -300,6 +322,69 @@ static int bind_data(int root, int target, const mount_op *op)
 	return r;
 }
 
+/* Append `s` to out (of size cap) at *len; false when it does not fit. */
+static bool append(char *out, size_t cap, size_t *len, const char *s)
+{
+	size_t n = strlen(s);
+	if (*len + n + 1 > cap)
+		return false;
+	memcpy(out + *len, s, n + 1);
+	*len += n;
+	return true;
+}
+
+/* OP_HOME: a tmpfs on the home directory for the overlay's upper and work
+ * directories, then the overlay of the image's directory (named by an fd
+ * taken before the tmpfs covered it) stacked on the tmpfs. Where overlayfs
+ * refuses (a lower filesystem it cannot use), the bare tmpfs stays, the
+ * payload's: the home is writable, and empty. */
+static int mount_home(const nsbox_plan *p, const mount_op *op, int root)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	char lp[32], tp[32], up[48];
+	struct stat st;
+	int lower = sys_openat2(root, op->target, &how);
+	if (lower < 0)
+		return -errno;
+	int r = fstat(lower, &st) < 0 ? -errno : 0;
+	if (r == 0 && mount("tmpfs", fd_path(lp, lower), "tmpfs", ms_flags(op->flags), op->data) < 0)
+		r = -errno;
+	int t = r == 0 ? sys_openat2(root, op->target, &how) : -1;
+	if (r == 0 && t < 0)
+		r = -errno;
+	if (r == 0 && (mkdirat(t, "upper", 0700) < 0 || mkdirat(t, "work", 0700) < 0 ||
+	               fchownat(t, "upper", p->uid, p->gid, AT_SYMLINK_NOFOLLOW) < 0))
+		r = -errno;
+	if (r == 0) {
+		/* The upper directory is the home's own inode: the image's mode,
+		 * the payload's ownership. */
+		const char *tdir = fd_path(tp, t);
+		size_t n = strlen(tdir);
+		memcpy(up, tdir, n);
+		memcpy(up + n, "/upper", sizeof("/upper"));
+		if (chmod(up, st.st_mode & 07777) < 0)
+			r = -errno;
+	}
+	char opts[256];
+	size_t len = 0;
+	bool fits = r == 0 && append(opts, sizeof(opts), &len, "lowerdir=") &&
+	            append(opts, sizeof(opts), &len, fd_path(lp, lower)) &&
+	            append(opts, sizeof(opts), &len, ",upperdir=") && append(opts, sizeof(opts), &len, tp) &&
+	            append(opts, sizeof(opts), &len, "/upper,workdir=") && append(opts, sizeof(opts), &len, tp) &&
+	            append(opts, sizeof(opts), &len, "/work,userxattr");
+	if (r == 0 && (!fits || mount("overlay", tp, "overlay", ms_flags(op->flags), opts) < 0)) {
+		(void) unlinkat(t, "upper", AT_REMOVEDIR);
+		(void) unlinkat(t, "work", AT_REMOVEDIR);
+		if (fchownat(t, "", p->uid, p->gid, AT_EMPTY_PATH) < 0 || chmod(tp, st.st_mode & 07777) < 0)
+			r = -errno;
+	}
+	if (t >= 0)
+		close(t);
+	close(lower);
+	return r;
+}
+
 /* Hide what is at fd (resolved in the new root) as runc does: a directory
  * under an empty read-only tmpfs, anything else under /dev/null. The kind
  * is taken from what is there, not from the plan, so a kernel that makes a
@@ -336,6 +421,8 @@ static int apply_op(const nsbox_plan *p, size_t i, int root)
 		close(fd);
 		return r;
 	}
+	if (op->kind == OP_HOME)
+		return mount_home(p, op, root);
 	fd = resolve_target(root, op);
 	if (fd < 0)
 		return (fd == -ENOENT && (op->flags & OPF_OPTIONAL)) ? 0 : fd;

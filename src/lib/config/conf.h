@@ -83,6 +83,17 @@ struct nsbox_config {
 	file_spec *files;     /* written into the sandbox during setup */
 	size_t n_files;
 	audit_conf audit;
+	/* Image builds (image/build_run.c) set these; no policy key does. */
+	struct {
+		/* "lowerdir=...,upperdir=...,workdir=...": the root filesystem
+		 * is this overlay, writable (a build step's layer), and the
+		 * payload gets no separate writable home; NULL: the image,
+		 * read-only. */
+		char *overlay;
+		char *overlay_dir;   /* the overlay's paths are relative to it */
+		uint64_t caps;       /* capabilities a payload of uid 0 keeps */
+		bool single_idmap;   /* rootless: map the caller's id alone */
+	} build;
 };
 
 /* The names of enum net_mode, enum net_helper and the workspace modes. */

@@ -112,6 +112,8 @@ void nsbox_config_free(nsbox_config *c)
 	strv_clear(&c->env_pass);
 	strv_clear(&c->command);
 	config_audit_free(c);
+	free(c->build.overlay);
+	free(c->build.overlay_dir);
 	free(c);
 }
 
@@ -132,7 +134,7 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 		return -ENOMEM;
 	*c = *s;
 	c->image = c->rootfs = c->hostname = c->workdir = c->seccomp = c->cgroup_parent = NULL;
-	c->workspace = c->session = NULL;
+	c->workspace = c->session = c->build.overlay = c->build.overlay_dir = NULL;
 	c->allow = c->forbidden = c->allowed_roots = c->deny_changes = (strv){ 0 };
 	c->env_set = c->env_pass = c->command = (strv){ 0 };
 	c->mounts = NULL;
@@ -148,6 +150,8 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 	r = r ?: dup_str(&c->cgroup_parent, s->cgroup_parent);
 	r = r ?: dup_str(&c->workspace, s->workspace);
 	r = r ?: dup_str(&c->session, s->session);
+	r = r ?: dup_str(&c->build.overlay, s->build.overlay);
+	r = r ?: dup_str(&c->build.overlay_dir, s->build.overlay_dir);
 	r = r ?: strv_copy(&c->allow, &s->allow);
 	r = r ?: strv_copy(&c->forbidden, &s->forbidden);
 	r = r ?: strv_copy(&c->allowed_roots, &s->allowed_roots);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@ int open_beneath(int dirfd, const char *rel, int flags)
 
 static int strip_file(int dfd, const char *name, const struct stat *st, image_stripped *s)
 {
+	if (S_ISCHR(st->st_mode) && s->keep_whiteouts && st->st_rdev == makedev(0, 0))
+		return 0;
 	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		s->devices++;
 		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;

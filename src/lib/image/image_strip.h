@@ -12,6 +12,8 @@ typedef struct image_stripped {
 	unsigned long setid;         /* setuid/setgid bits on non-directories */
 	unsigned long caps;          /* security.capability attributes */
 	unsigned long devices;       /* character and block device nodes */
+	bool keep_whiteouts;         /* a build's layer: its overlayfs whiteouts
+	                              * (character devices 0/0) stay */
 } image_stripped;
 
 /* An archive member about to be written: clears its setuid/setgid bits and

@@ -114,7 +114,7 @@ static void host_archive(char *mirror, size_t ml, char *suite, size_t sl, char *
 }
 
 static int run_recipe(const char *dest, const char *mirror, const char *suite, const char *comps,
-                      int log_fd, nsbox_error **err)
+                      const char *recipe, int log_fd, nsbox_error **err)
 {
 	const char *script = recipe_builtin("debootstrap");
 	if (!script)
@@ -128,7 +128,7 @@ static int run_recipe(const char *dest, const char *mirror, const char *suite, c
 		(void) dup2(null, 0);
 		(void) dup2(out, 1);
 		(void) dup2(out, 2);
-		execl("/bin/sh", "sh", "-c", script, "nsbox-image-recipe", dest, mirror, suite, comps, (char *) NULL);
+		execl("/bin/sh", "sh", "-c", script, "nsbox-image-recipe", dest, mirror, suite, comps, recipe, (char *) NULL);
 		_exit(127);
 	}
 	int st;
@@ -162,6 +162,12 @@ static int strip_built(const char *dest, bool published, image_stripped *s, nsbo
 int image_write_meta(const char *dir, const char *name, const char *source, const image_stripped *s,
                      nsbox_error **err)
 {
+	return image_write_meta_extra(dir, name, source, s, NULL, err);
+}
+
+int image_write_meta_extra(const char *dir, const char *name, const char *source, const image_stripped *s,
+                           const char *extra, nsbox_error **err)
+{
 	char path[PATH_MAX], stamp[64];
 	time_t now = time(NULL);
 	struct tm tm;
@@ -184,7 +190,7 @@ int image_write_meta(const char *dir, const char *name, const char *source, cons
 	buf_printf(&b, ",\"created\":\"%s\",\"size_bytes\":%llu,", stamp, (unsigned long long) du_total);
 	buf_printf(&b, "\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu,\"v\":2},",
 	           s->setid, s->caps, s->devices);
-	buf_printf(&b, "\"digest\":\"%s\",\"source\":", digest);
+	buf_printf(&b, "\"digest\":\"%s\",%s\"source\":", digest, extra ? extra : "");
 	json_cstr(&b, source);
 	buf_puts(&b, "}\n");
 	_cleanup_free_ char *text = buf_steal(&b);
@@ -229,11 +235,24 @@ int image_install(const char *store, const char *name, const char *tmp, bool rep
 
 static int strip_old(const char *store, const char *name, nsbox_error **err);
 
-int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
+static const char *recipe_contents(const char *recipe)
 {
-	if (!o || o->version != NSBOX_IMAGE_BUILD_OPTIONS_VERSION)
-		return nsbox_err(err, EINVAL, "image", "build image: invalid options");
+	if (!strcmp(recipe, "minimal"))
+		return "python3, nodejs, npm, git";
+	if (!strcmp(recipe, "default"))
+		return "python3 with numpy, pandas, requests, httpx, matplotlib; nodejs, npm, git, curl";
+	if (!strcmp(recipe, "dev"))
+		return "the default recipe's and build-essential, autoconf, pkg-config";
+	return NULL;
+}
+
+int image_build_recipe(const nsbox_image_build_options *o, nsbox_error **err)
+{
 	const char *name = o->name ? o->name : "default";
+	const char *recipe = o->recipe ? o->recipe : "default";
+	const char *contents = recipe_contents(recipe);
+	if (!contents)
+		return nsbox_err_invalid(err, "image", "build image: no recipe '%s' (minimal, default, dev)", recipe);
 	if (!image_name_valid(name))
 		return nsbox_err_invalid(err, "image", "build image: '%s' is not an image name (letters, digits, '.', '_', '-')", name);
 	if (geteuid() != 0)
@@ -261,7 +280,7 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 		snprintf(suite, sizeof(suite), "%s", o->suite);
 	snprintf(tmp, sizeof(tmp), "%s/.build-%s-%d", store, name, (int) getpid());
 	snprintf(dest, sizeof(dest), "%.4000s/rootfs", tmp);
-	snprintf(source, sizeof(source), "debootstrap %s from %s (python3, nodejs, npm, git)", suite, mirror);
+	snprintf(source, sizeof(source), "debootstrap %s from %s (recipe %s: %s)", suite, mirror, recipe, contents);
 	(void) remove_tree(tmp);
 	/* Private while debootstrap fills it: its setuid programs and device
 	 * nodes exist there until strip_tree below. */
@@ -274,7 +293,7 @@ int nsbox_image_build(const nsbox_image_build_options *o, nsbox_error **err)
 		return nsbox_err(err, -lock, "image", "lock the build directory '%s'", tmp);
 	}
 	image_stripped stripped = { 0 };
-	r = run_recipe(dest, mirror, suite, comps, o->log_fd, err);
+	r = run_recipe(dest, mirror, suite, comps, recipe, o->log_fd, err);
 	r = r ?: strip_built(dest, false, &stripped, err);
 	r = r ?: image_write_meta(tmp, name, source, &stripped, err);
 	if (r == 0 && chmod(tmp, 0755) < 0)

@@ -14,7 +14,13 @@ char *image_store(bool system);
 bool image_name_valid(const char *name);
 int image_write_meta(const char *dir, const char *name, const char *source, const image_stripped *s,
                      nsbox_error **err);
+/* ...with `extra` (JSON members, each followed by ',') before the source. */
+int image_write_meta_extra(const char *dir, const char *name, const char *source, const image_stripped *s,
+                           const char *extra, nsbox_error **err);
 int image_install(const char *store, const char *name, const char *tmp, bool replace, nsbox_error **err);
+
+/* nsbox_image_build with debootstrap (root only; o is version 2). */
+int image_build_recipe(const nsbox_image_build_options *o, nsbox_error **err);
 
 /* image_reap.c: a directory of the store being made (.import-, .build-) is
  * locked by its maker while it works: returns the fd holding the lock. */

@@ -28,7 +28,9 @@
 #include "image/image_strip.h"
 #include "image/images.h"
 #include "image/import.h"
+#include "image/import_module.h"
 #include "base/json.h"
+#include "base/sha256.h"
 #include "base/syscalls.h"
 #include "base/yaml_walk.h"
 
@@ -109,14 +111,40 @@ static int import_docker_save(importer *im, int dir, nsbox_error **err)
 	return r;
 }
 
+/* A blob's content must be what its name says: a registry, or a layout
+ * changed after the fact, may not hand over other bytes under a digest. */
+static int blob_verify(importer *im, int dir, const char *rel, const char *digest, nsbox_error **err)
+{
+	if (strncmp(digest, "sha256:", 7) || strlen(digest) != 71)
+		return import_err(im, err, EINVAL, rel, "refused: not a sha256 digest");
+	int fd = layer_open(dir, rel);
+	if (fd < 0)
+		return layer_open_err(im, err, fd, rel);
+	sha256_ctx c;
+	sha256_init(&c);
+	char b[65536], hex[65];
+	ssize_t n;
+	while ((n = read(fd, b, sizeof(b))) > 0)
+		sha256_update(&c, b, (size_t) n);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return import_err(im, err, e, rel, strerror(e));
+	sha256_final_hex(&c, hex);
+	return strcmp(hex, digest + 7) ? import_err(im, err, EBADMSG, rel, "refused: its content does not match its digest") : 0;
+}
+
 /* OCI image layout: index.json -> (image index ->) manifest -> layers. */
 static int import_oci(importer *im, int dir, nsbox_error **err)
 {
 	char path[PATH_MAX * 2] = "index.json";
-	char digest[256] = "";
+	char digest[256] = "", cur[256] = "";
 	for (int depth = 0; depth < 3 && !*digest; depth++) {
 		yaml_document_t doc;
-		int lr = load_json(dir, path, &doc);
+		int lr = *cur ? blob_verify(im, dir, path, cur, err) : 0;
+		if (lr < 0)
+			return lr;
+		lr = load_json(dir, path, &doc);
 		if (lr < 0)
 			return json_err(im, err, lr, path);
 		yaml_node_t *manifests = get(&doc, yaml_document_get_root_node(&doc), "manifests");
@@ -134,6 +162,8 @@ static int import_oci(importer *im, int dir, nsbox_error **err)
 			}
 		bool nested = pick_type && strstr(pick_type, "index");
 		int rr = pick ? blob_path(pick, path, sizeof(path)) : -ENOENT;
+		if (pick)
+			import_path_fmt(cur, sizeof(cur), "%s", pick);
 		if (!nested && pick)
 			import_path_fmt(digest, sizeof(digest), "%s", pick);
 		yaml_document_delete(&doc);
@@ -141,7 +171,10 @@ static int import_oci(importer *im, int dir, nsbox_error **err)
 			return import_err(im, err, EINVAL, "index.json", "no linux/amd64 manifest");
 	}
 	yaml_document_t doc;
-	int lr = load_json(dir, path, &doc);
+	int lr = blob_verify(im, dir, path, digest, err);
+	if (lr < 0)
+		return lr;
+	lr = load_json(dir, path, &doc);
 	if (lr < 0)
 		return json_err(im, err, lr, path);
 	yaml_node_t *layers = get(&doc, yaml_document_get_root_node(&doc), "layers");
@@ -154,6 +187,8 @@ static int import_oci(importer *im, int dir, nsbox_error **err)
 			const char *d = yw_scalar(get(&doc, l, "digest"));
 			if (r == 0 && blob_path(d, lp, sizeof(lp)) < 0)
 				r = import_err(im, err, EINVAL, digest, "a layer digest is malformed");
+			if (r == 0)
+				r = blob_verify(im, dir, lp, d, err);
 			if (r == 0)
 				r = layer_apply(im, dir, lp, err);
 		}
@@ -359,6 +394,11 @@ static uint64_t env_u64(const char *name, uint64_t def)
 
 int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 {
+	return image_import_as(name, source, NULL, err);
+}
+
+int image_import_as(const char *name, const char *source, const char *label, nsbox_error **err)
+{
 	if (!image_name_valid(name))
 		return nsbox_err_invalid(err, "image", "import: '%s' is not an image name (letters, digits, '.', '_', '-')", name ? name : "");
 	if (!source)
@@ -412,7 +452,10 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 		r = image_shift_owners(im.root_fd, false, source, err);
 	if (r == 0) {
 		char src[PATH_MAX + 64];
-		import_path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
+		if (label)
+			import_path_fmt(src, sizeof(src), "%.3900s", label);
+		else
+			import_path_fmt(src, sizeof(src), "import of %s %.3900s", kind, source);
 		r = image_write_meta(tmp, name, src, &im.stripped, err);
 	}
 	if (r == 0 && chmod(tmp, 0755) < 0)

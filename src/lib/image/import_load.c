@@ -59,7 +59,7 @@ static int load(const import_module **out, nsbox_error **err)
 		                      "import: load the import module: %s", why ? why : path);
 	}
 	m = dlsym(h, NSBOX_IMPORT_MODULE_SYMBOL);
-	if (!m || !m->version || strcmp(m->version, PACKAGE_VERSION) || !m->import)
+	if (!m || !m->version || strcmp(m->version, PACKAGE_VERSION) || !m->import || !m->import_as)
 		return nsbox_err_invalid(err, "image",
 		                         "import: the import module '%s' is not the one of nsbox %s (%s)", path,
 		                         PACKAGE_VERSION, m && m->version ? m->version : "no version");
@@ -73,4 +73,11 @@ int nsbox_image_import(const char *name, const char *source, nsbox_error **err)
 	const import_module *m = NULL;
 	int r = load(&m, err);
 	return r < 0 ? r : m->import(name, source, err);
+}
+
+int image_import_labeled(const char *name, const char *source, const char *label, nsbox_error **err)
+{
+	const import_module *m = NULL;
+	int r = load(&m, err);
+	return r < 0 ? r : m->import_as(name, source, label, err);
 }

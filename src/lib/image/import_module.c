@@ -7,4 +7,5 @@ extern const import_module nsbox_import_module;
 const import_module nsbox_import_module = {
 	.version = PACKAGE_VERSION,
 	.import = nsbox_image_import,
+	.import_as = image_import_as,
 };

@@ -16,6 +16,14 @@ typedef struct import_module {
 	 * hands back is freed by libnsbox): only the same build may be used. */
 	const char *version;
 	int (*import)(const char *name, const char *source, nsbox_error **err);
+	/* The same, with `label` as the image's source in meta.json (a pull
+	 * names the registry reference, not its scratch directory). */
+	int (*import_as)(const char *name, const char *source, const char *label, nsbox_error **err);
 } import_module;
+
+/* import.c, in the module */
+int image_import_as(const char *name, const char *source, const char *label, nsbox_error **err);
+/* import_load.c: the module's image_import_as, loaded on demand. */
+int image_import_labeled(const char *name, const char *source, const char *label, nsbox_error **err);
 
 #endif

@@ -277,7 +277,7 @@ int idmap_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	int fg = subid_lookup("/etc/subgid", pw ? pw->pw_name : NULL, euid, &sg);
 	if (fu == 1 && fg == 1 && su.count >= NSBOX_RANGE_COUNT - 1 && sg.count >= NSBOX_RANGE_COUNT - 1 &&
 	    executable("/usr/bin/newuidmap") && executable("/usr/bin/newgidmap") &&
-	    !getenv("NSBOX_SINGLE_IDMAP")) {
+	    !getenv("NSBOX_SINGLE_IDMAP") && !cfg->build.single_idmap) {
 		_cleanup_free_ char *um = NULL, *gm = NULL;
 		if (idmap_keep_id(cfg->uid, euid, &su, &um) < 0 || idmap_keep_id(cfg->gid, egid, &sg, &gm) < 0)
 			return nsbox_err(err, ENOMEM, "idmap", "plan id maps");

@@ -59,7 +59,8 @@ const char *plan_step_name(enum step s)
 /* Ops whose `data` the plan owns (copied in add_op). */
 static bool owns_data(enum mount_kind k)
 {
-	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE || k == OP_OVERLAY || k == OP_BIND_DATA;
+	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE || k == OP_OVERLAY || k == OP_BIND_DATA ||
+	       k == OP_HOME;
 }
 
 static void free_strv(char **v)
@@ -301,9 +302,45 @@ static int plan_resolv_conf(nsbox_plan *p, nsbox_error **err)
 	                             .desc = fmt("bind the helper's resolver on '/etc/resolv.conf'") }, err);
 }
 
-static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home, nsbox_error **err)
+/* The payload's home (its passwd entry's), writable: tools keep caches and
+ * configuration there (pip, npm, matplotlib, git) and `pip install --user`
+ * installs there. The image's directory stays what the payload sees, with
+ * its changes in an overlay whose upper layer is a tmpfs of the /tmp size;
+ * they go with the sandbox. Only a real directory of the image qualifies:
+ * no symlink on the way, not '/' nor a directory nsbox mounts its own
+ * filesystems on (the op comes first, so those would still cover it). A
+ * build step's root is writable already: no home of its own there. */
+static int plan_home(nsbox_plan *p, const nsbox_config *cfg, const char *ihome, nsbox_error **err)
 {
-	int r = plan_proc(p, err);
+	static const char *const own[] = { "proc", "dev", "sys", "tmp" };
+	if (!ihome || cfg->build.overlay)
+		return 0;
+	const char *rel = ihome + strspn(ihome, "/");
+	if (!*rel || strstr(ihome, "/.") || strstr(ihome, "//"))
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
+		size_t n = strlen(own[i]);
+		if (!strncmp(rel, own[i], n) && (rel[n] == '\0' || rel[n] == '/'))
+			return 0;
+	}
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd = sys_openat2(p->rootfs_fd, rel, &how);
+	if (fd < 0)
+		return 0;   /* no such directory in the image: HOME stays read-only */
+	close(fd);
+	char opts[64];
+	snprintf(opts, sizeof(opts), "mode=0755,size=%llu", (unsigned long long) cfg->tmpfs);
+	return add_op(p, (mount_op){ .kind = OP_HOME, .src_fd = -1, .target = rel, .data = opts,
+	                             .flags = OPF_NOSUID | OPF_NODEV,
+	                             .desc = fmt("mount a writable home on '%s'", ihome) }, err);
+}
+
+static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home, const char *ihome,
+                       nsbox_error **err)
+{
+	int r = plan_home(p, cfg, ihome, err);
+	r = r ?: plan_proc(p, err);
 	if (r == 0)
 		r = plan_dev(p, cfg, err);
 	if (r < 0)
@@ -391,10 +428,9 @@ static char *image_home(int rootfs_fd, uid_t uid)
 	return home;
 }
 
-static int plan_env(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
+static int plan_env(nsbox_plan *p, const nsbox_config *cfg, const char *home, nsbox_error **err)
 {
 	strv env = { 0 };
-	_cleanup_free_ char *home = image_home(p->rootfs_fd, cfg->uid);
 	_cleanup_free_ char *home_kv = fmt("HOME=%s", home ? home : "/");
 	int r = strv_push(&env, "PATH=" NSBOX_DEFAULT_PATH);
 	r = r ?: home_kv ? strv_push(&env, home_kv) : -ENOMEM;
@@ -484,8 +520,11 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	p->rootfs_fd = p->devnull_fd = p->started_fd = -1;
 	p->ws = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
 	const char *home = getenv("HOME");
+	_cleanup_free_ char *ihome = NULL;   /* the payload's, from the image */
 	r = config_copy(&p->cfg, cfg) < 0 ? nsbox_err(err, ENOMEM, "plan", "copy configuration") : 0;
 	r = r ?: plan_rootfs(p, cfg, err);
+	if (r == 0)
+		ihome = image_home(p->rootfs_fd, cfg->uid);
 	r = r ?: idmap_plan(p, cfg, err);
 	if (r == 0 && cfg->net == NET_USER)
 		r = netuser_prepare(&p->netuser, cfg, p->rootless, err);
@@ -493,8 +532,8 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	r = r ?: limits_plan(p, cfg, err);
 	r = r ?: sc_prepare(cfg->seccomp, cfg->seccomp_log, &p->seccomp, &p->seccomp_label,
 	                    &p->seccomp_cached, &p->seccomp_answers, err);
-	r = r ?: plan_mounts(p, cfg, home, err);
-	r = r ?: plan_env(p, cfg, err);
+	r = r ?: plan_mounts(p, cfg, home, ihome, err);
+	r = r ?: plan_env(p, cfg, ihome, err);
 	if (r == 0) {
 		p->child_fds = calloc(p->n_ops + 2, sizeof(*p->child_fds));
 		if (!p->child_fds)
@@ -513,6 +552,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 		p->hostname = strdup(cfg->hostname);
 		p->workdir = strdup(cfg->workdir ? cfg->workdir : p->ws.active ? "/workspace" : "/");
 		p->cap_last = caps_last();
+		p->keep_caps = cfg->uid == 0 ? cfg->build.caps : 0;
 		p->timeout_ms = cfg->timeout_ms;
 		p->output_cap = cfg->output;
 		p->net_none = cfg->net == NET_NONE;

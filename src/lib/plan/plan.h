@@ -38,6 +38,8 @@ enum mount_kind {
 	OP_WRITE_FILE, /* create target with `data` (len bytes, mode) */
 	OP_OVERLAY,    /* mount overlayfs on target with options `data` */
 	OP_BIND_DATA,  /* bind a private read-only file holding `data` (len bytes) over target */
+	OP_HOME,       /* the payload's writable home on target: an overlay of the image's
+	                * directory with its upper layer on a tmpfs (options `data`) */
 };
 
 #define OPF_RDONLY    (1u << 0)
@@ -76,6 +78,9 @@ typedef struct nsbox_plan {
 	gid_t host_setup_gid;
 	bool may_setgroups;
 	int cap_last;
+	/* Capabilities a payload of uid 0 keeps (a build step's root: its
+	 * package manager chowns, drops to _apt...); 0 for every run. */
+	uint64_t keep_caps;
 
 	/* filesystem */
 	int rootfs_fd;             /* O_PATH directory */
@@ -166,6 +171,8 @@ void mounts_set_workspace_fd(int fd);
 int caps_last(void);                                       /* caps.c */
 int caps_drop_bounding(int cap_last);                      /* caps.c */
 int caps_clear(void);
+int caps_drop_bounding_except(int cap_last, uint64_t keep);  /* caps.c */
+int caps_set(uint64_t keep);
 int net_loopback_up(const nsbox_plan *p);                  /* net.c */
 int net_build_loopback_msg(nsbox_plan *p);                 /* net.c (parent) */
 int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err);  /* limits.c */
