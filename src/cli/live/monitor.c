@@ -98,9 +98,10 @@ static bool body_strings(char *body, uint32_t len, uint32_t n, char **out)
 }
 
 /* Run through the library, with the client watched meanwhile, and answer:
- * the exit status and, with --json, the record. Without --json the reason a
- * run failed goes to the client's stderr, as `nsbox run` prints it. */
-static int governed(int cfd, nsbox_run_options *o, bool json, int err_fd)
+ * the exit status and, with --json (or CTL_RECORD), the record. Without
+ * --json the reason a run failed goes to the client's stderr, as `nsbox run`
+ * prints it. */
+static int governed(int cfd, nsbox_run_options *o, bool json, bool record, int err_fd)
 {
 	nsbox_cancel *cancel = NULL;
 	nsbox_error *e = NULL;
@@ -119,7 +120,7 @@ static int governed(int cfd, nsbox_run_options *o, bool json, int err_fd)
 	if (ran < 0)
 		status = EXIT_SETUP;
 	char *j = NULL;
-	if (json && res)
+	if ((json || record) && res)
 		(void) nsbox_result_to_json(res, &j, NULL);
 	const nsbox_error *why = res ? nsbox_result_error(res) : NULL;
 	if (!json && err_fd >= 0 && (why || ran < 0))
@@ -180,7 +181,7 @@ static int serve_exec(monitor *m, int cfd, const ctl_req *h, char *body, const i
 		.signal_fd = -1,
 		.stats_fd = -1,
 	};
-	int r = governed(cfd, &o, json, fds[want - 1]);
+	int r = governed(cfd, &o, json, h->flags & CTL_RECORD, fds[want - 1]);
 	free(strs);
 	return r;
 }
@@ -219,7 +220,7 @@ static int serve_cell(monitor *m, int cfd, const ctl_req *h, char *body, const i
 		.signal_fd = -1,
 		.stats_fd = -1,
 	};
-	return governed(cfd, &o, json, fds[1]);
+	return governed(cfd, &o, json, false, fds[1]);
 }
 
 static double since_ms(const struct timespec *t)
