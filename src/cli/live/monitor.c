@@ -39,24 +39,39 @@ typedef struct watch_args {
 
 /* The client's signals (one byte each) go to the run: a command gets the
  * signal, a cell is interrupted; its end closing ends the run (a command is
- * killed, a cell interrupted). */
+ * killed, a cell interrupted). A signal that comes while the command is
+ * still being started (nothing to signal yet: -ESRCH) is kept and passed
+ * on once it runs: `docker stop` right after `docker run -d` must not be
+ * lost. (After the end it is tried until the answer closes the
+ * connection, which is at once.) */
 static void *watch_client(void *arg)
 {
 	watch_args *w = arg;
+	unsigned char pending = 0;
 	for (;;) {
+		if (pending && nsbox_cancel_signal(w->cancel, pending) != -ESRCH)
+			pending = 0;
+		struct pollfd p = { .fd = w->fd, .events = POLLIN };
+		int ready = poll(&p, 1, pending ? 5 : -1);
+		if (ready < 0 && errno != EINTR)
+			break;
+		if (ready <= 0)
+			continue;
 		unsigned char sig;
 		ssize_t n = read(w->fd, &sig, 1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n == 1 && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)) {
-			(void) nsbox_cancel_signal(w->cancel, sig);
+			if (nsbox_cancel_signal(w->cancel, sig) == -ESRCH)
+				pending = sig;
 			continue;
 		}
 		if (n == 1)
 			continue;
-		nsbox_cancel_fire(w->cancel);
-		return NULL;
+		break;
 	}
+	nsbox_cancel_fire(w->cancel);
+	return NULL;
 }
 
 static int reply(int fd, int status, const char *json)
