@@ -183,7 +183,11 @@ int docker_cmd_exec(int argc, char **argv)
 		print_msg("docker exec: usage: nsbox docker exec [OPTIONS] CONTAINER COMMAND [ARG...]");
 		goto out;
 	}
-	if ((base = store_open(false)) < 0 || store_find(base, argv[st.i], &c, false) < 0)
+	if ((base = store_open(false)) < 0) {
+		print_msg("no such container: %s", argv[st.i]);
+		goto out;
+	}
+	if (store_find(base, argv[st.i], &c, false) < 0)
 		goto out;
 	json_t *info = json_object_get(c.info, "nsbox");
 	if (!json_is_true(json_object_get(info, "Detached"))) {
