@@ -5,12 +5,15 @@
  *
  *   run_opts.c  docker run's options: the translation table to policy keys,
  *               and the refused options with their reasons (no side effects)
+ *   run_values.c  the values that need more than a key (-v, --tmpfs, -e ...)
  *   run.c       docker run: in the foreground through nsbox_run(); with -d a
  *               long-lived sandbox (as nsbox start makes one) and the command
  *               run in it by a runner process (runner.c) that keeps its log
  *   store.c     the containers: a private directory per name, its lock,
  *               container.json (what was asked) and state.json (what happened)
- *   manage.c    ps, stop, kill, wait, rm, logs, inspect
+ *   manage.c    stop, kill, wait, rm, inspect
+ *   ps.c, logs.c  docker ps, docker logs
+ *   template.c  the Go templates of inspect -f and ps --format
  *   exec.c      docker exec (nsbox exec)
  *   tty.c       -t: a pseudo-terminal for the command, relayed
  *   docker.c    dispatch, version, images, pull, build
@@ -123,6 +126,14 @@ void now_rfc3339(char *buf, size_t len);
 int owner_signal(const container *c, int sig);
 
 /* ---- the commands ------------------------------------------------------------ */
+
+/* Was the container made by docker run -d? */
+bool container_detached(const container *c);
+/* Parse a command's options with take(id, value, ctx) (a flag's value is
+ * "1", or NULL for =false); the operands from *first. -1 having said why. */
+struct opt_def;
+int docker_parse_opts(const char *cmd, const struct opt_def *defs, int argc, char **argv,
+                      void (*take)(int, const char *, void *), void *ctx, int *first);
 
 int docker_cmd_run(int argc, char **argv);
 int docker_cmd_exec(int argc, char **argv);

@@ -14,7 +14,7 @@
 
 enum { E_DETACH = 1, E_ENV, E_ENV_FILE, E_INTERACTIVE, E_TTY, E_USER, E_WORKDIR, E_PRIVILEGED, E_DETACH_KEYS, E_HELP };
 
-static const opt_def exec_opts[] = {
+static const opt_def exec_opts_defs[] = {
 	{ "env", 'e', "NAME[=VALUE]", E_ENV, "set a variable for the command; NAME alone passes this one's", NULL },
 	{ "env-file", 0, "FILE", E_ENV_FILE, "variables from FILE, one NAME[=VALUE] a line", NULL },
 	{ "interactive", 'i', OPT_BOOL, E_INTERACTIVE, "pass stdin through", NULL },
@@ -33,7 +33,7 @@ static void exec_help(FILE *f)
 	fputs("Usage: nsbox docker exec [OPTIONS] CONTAINER COMMAND [ARG...]\n"
 	      "Run COMMAND in a running container (docker run -d): nsbox exec in its sandbox,\n"
 	      "with the configuration's timeout (limits.timeout).\n\n", f);
-	opt_help(f, exec_opts);
+	opt_help(f, exec_opts_defs);
 	fputs("\nExit status: the command's own; 125 nothing ran (no such container, not\n"
 	      "running, a refused option); 126 cannot execute; 127 not found.\n", f);
 }
@@ -127,101 +127,110 @@ static int call_exec_tty(void *arg, int tty)
 	return call_exec(arg);
 }
 
-int docker_cmd_exec(int argc, char **argv)
+typedef struct exec_opts {
+	bool interactive, tty, help;
+	const char *user;
+	int first;   /* CONTAINER */
+} exec_opts;
+
+/* The options: into x (nsbox exec's -e, --env-pass, -w) and o. */
+static int parse_exec(int argc, char **argv, xargv *x, exec_opts *o)
 {
-	xargv x = { 0 };
-	int rc = DOCKER_EXIT_RUN, id, base = -1;
-	bool interactive = false, tty = false;
-	const char *user = NULL, *v;
+	opt_state st;
+	opt_init(&st, exec_opts_defs, argc, argv, true);
+	const char *v;
 	const opt_def *d;
 	char err[256];
-	container c = { .dirfd = -1 };
-	opt_state st;
-	/* nsbox exec NAME [--timeout T] [-i] [-w DIR] [-e ...] -- COMMAND */
-	if (add(&x, "exec") < 0 || add(&x, "") < 0)
-		goto out;
-	opt_init(&st, exec_opts, argc, argv, true);
+	int id;
 	while ((id = opt_next(&st, &v, &d, err, sizeof(err))) != OPT_DONE) {
-		int b = d && !opt_has_value(d) ? opt_bool(v) : 1;
-		if (id != OPT_ERROR && b < 0) {
+		int b = id != OPT_ERROR && !opt_has_value(d) ? opt_bool(v) : 1;
+		if (b < 0) {
 			print_msg("docker exec: --%s: invalid boolean '%s'", d->name, v);
-			goto out;
+			return -1;
 		}
 		switch (id) {
-		case E_ENV:
-			if (env_arg(&x, v) < 0)
-				goto out;
-			break;
-		case E_ENV_FILE:
-			if (env_file_args(&x, v) < 0)
-				goto out;
-			break;
-		case E_INTERACTIVE: interactive = b; break;
-		case E_TTY: tty = b; break;
-		case E_USER: user = v; break;
-		case E_WORKDIR:
-			if (add(&x, "-w") < 0 || add(&x, v) < 0)
-				goto out;
-			break;
-		case E_HELP: exec_help(stdout); rc = 0; goto out;
+		case E_ENV: if (env_arg(x, v) < 0) return -1; break;
+		case E_ENV_FILE: if (env_file_args(x, v) < 0) return -1; break;
+		case E_INTERACTIVE: o->interactive = b; break;
+		case E_TTY: o->tty = b; break;
+		case E_USER: o->user = v; break;
+		case E_WORKDIR: if (add(x, "-w") < 0 || add(x, v) < 0) return -1; break;
+		case E_HELP: exec_help(stdout); o->help = true; return 0;
 		case E_DETACH:
 			if (!b)
 				break;
 			print_msg("docker exec: --detach: refused: nsbox waits for each exec (run it in the background "
 			          "with the shell, or as the container's command)");
-			goto out;
+			return -1;
 		case E_PRIVILEGED:
 			if (!b)
 				break;
 			print_msg("docker exec: --privileged: refused: a sandbox never has privileges");
-			goto out;
-		case E_DETACH_KEYS: print_msg("docker exec: --detach-keys: refused: nsbox has no attach"); goto out;
-		default: print_msg("docker exec: %s (see 'nsbox docker exec --help')", err); goto out;
+			return -1;
+		case E_DETACH_KEYS: print_msg("docker exec: --detach-keys: refused: nsbox has no attach"); return -1;
+		default: print_msg("docker exec: %s (see 'nsbox docker exec --help')", err); return -1;
 		}
 	}
+	o->first = st.i;
 	if (argc - st.i < 2) {
 		print_msg("docker exec: usage: nsbox docker exec [OPTIONS] CONTAINER COMMAND [ARG...]");
-		goto out;
+		return -1;
 	}
-	if ((base = store_open(false)) < 0) {
-		print_msg("no such container: %s", argv[st.i]);
-		goto out;
-	}
-	if (store_find(base, argv[st.i], &c, false) < 0)
-		goto out;
-	json_t *info = json_object_get(c.info, "nsbox");
-	if (!json_is_true(json_object_get(info, "Detached"))) {
+	return 0;
+}
+
+/* The container, running and detached; -u only as its own user. */
+static int exec_target(int base, const char *ref, const exec_opts *o, container *c)
+{
+	if (store_find(base, ref, c, false) < 0)
+		return -1;
+	if (!container_detached(c)) {
 		print_msg("docker exec: container '%s' runs in the foreground (docker run without -d): nothing else runs "
-		          "in its sandbox", c.name);
+		          "in its sandbox", c->name);
+		return -1;
+	}
+	if (!c->running) {
+		print_msg("docker exec: container '%s' is not running", c->name);
+		return -1;
+	}
+	const char *own = json_string_value(json_object_get(json_object_get(c->info, "Config"), "User"));
+	if (o->user && (!own || strcmp(own, o->user))) {
+		print_msg("docker exec: --user '%s': a command runs as the container's user ('%s', set by docker run -u)",
+		          o->user, own && *own ? own : "the policy's");
+		return -1;
+	}
+	return 0;
+}
+
+int docker_cmd_exec(int argc, char **argv)
+{
+	xargv x = { 0 };
+	exec_opts o = { 0 };
+	int rc = DOCKER_EXIT_RUN, base = -1;
+	container c = { .dirfd = -1 };
+	/* nsbox exec NAME [-e ...] [-w DIR] --timeout T [-i] -- COMMAND */
+	if (add(&x, "exec") < 0 || add(&x, "") < 0 || parse_exec(argc, argv, &x, &o) < 0)
+		goto out;
+	if (o.help) {
+		rc = 0;
 		goto out;
 	}
-	if (!c.running) {
-		print_msg("docker exec: container '%s' is not running", c.name);
+	if ((base = store_open(false)) < 0)
+		print_msg("no such container: %s", argv[o.first]);
+	if (base < 0 || exec_target(base, argv[o.first], &o, &c) < 0)
 		goto out;
-	}
-	if (user) {
-		const char *own = json_string_value(json_object_get(json_object_get(c.info, "Config"), "User"));
-		if (!own || strcmp(own, user)) {
-			print_msg("docker exec: --user '%s': a command runs as the container's user ('%s', set by docker run "
-			          "-u)", user, own && *own ? own : "the policy's");
-			goto out;
-		}
-	}
 	x.v[1] = c.name;
-	json_int_t ms = json_integer_value(json_object_get(info, "ExecTimeoutMs"));
+	json_int_t ms = json_integer_value(json_object_get(json_object_get(c.info, "nsbox"), "ExecTimeoutMs"));
 	char *t = NULL;
 	const char *tmo = asprintf(&t, "%lldms", (long long) ms) < 0 ? NULL : keep(&x, t);
-	if (!tmo || add(&x, "--timeout") < 0 || add(&x, tmo) < 0)
+	if (!tmo || add(&x, "--timeout") < 0 || add(&x, tmo) < 0 || ((o.interactive || o.tty) && add(&x, "-i") < 0) ||
+	    add(&x, "--") < 0)
 		goto out;
-	if ((interactive || tty) && add(&x, "-i") < 0)
-		goto out;
-	if (add(&x, "--") < 0)
-		goto out;
-	for (int i = st.i + 1; i < argc; i++)
+	for (int i = o.first + 1; i < argc; i++)
 		if (add(&x, argv[i]) < 0)
 			goto out;
 	exec_call call = { &x };
-	rc = tty ? tty_wrap(call_exec_tty, &call, interactive) : call_exec(&call);
+	rc = o.tty ? tty_wrap(call_exec_tty, &call, o.interactive) : call_exec(&call);
 out:
 	container_free(&c);
 	if (base >= 0)

@@ -314,6 +314,34 @@ out:
 
 /* ---- detached ----------------------------------------------------------------- */
 
+/* The runner: a session of its own, nothing of ours but its errors (er)
+ * until the container runs ('O' on st). Our ends of the pipes stay. */
+static pid_t fork_runner(docker_run *d, nsbox_config *cfg, int base, int dirfd, int lock_fd, int st[2], int er[2])
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid != 0) {
+		if (pid > 0) {
+			close(st[1]);
+			close(er[1]);
+		}
+		return pid;
+	}
+	close(st[0]);
+	close(er[0]);
+	(void) setsid();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		(void) dup2(null, 0);
+		(void) dup2(null, 1);
+		close(null);
+	}
+	(void) dup2(er[1], 2);
+	close(er[1]);
+	nsbox_config_free(cfg);
+	runner_main(d, base, dirfd, lock_fd, st[1]);
+}
+
 static int run_detached(docker_run *d)
 {
 	/* The configuration is made here to check it and describe the
@@ -331,32 +359,12 @@ static int run_detached(docker_run *d)
 		(void) store_remove(base, name);
 		goto out;
 	}
-	fflush(NULL);
-	pid_t pid = fork();
+	pid_t pid = fork_runner(d, cfg, base, dirfd, lock_fd, st, er);
 	if (pid < 0) {
 		print_msg("docker run: fork: %s", strerror(errno));
 		(void) store_remove(base, name);
 		goto out;
 	}
-	if (pid == 0) {
-		/* The runner: a session of its own, nothing of ours but its
-		 * errors until the container runs. */
-		close(st[0]);
-		close(er[0]);
-		(void) setsid();
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (null >= 0) {
-			(void) dup2(null, 0);
-			(void) dup2(null, 1);
-			close(null);
-		}
-		(void) dup2(er[1], 2);
-		close(er[1]);
-		nsbox_config_free(cfg);
-		runner_main(d, base, dirfd, lock_fd, st[1]);
-	}
-	close(st[1]);
-	close(er[1]);
 	st[1] = er[1] = -1;
 	char ok = 0;
 	ssize_t n;

@@ -16,6 +16,7 @@
 #include "docker/docker.h"
 #include "nsbox.h"
 #include "opts.h"
+#include "docker/run_values.h"
 
 enum {
 	R_KEY = 1,   /* the row's key takes the value */
@@ -237,65 +238,6 @@ void docker_run_help(FILE *f)
 	      "docker stop); 128+N killed by signal N; 124 nsbox's timeout (limits.timeout).\n", f);
 }
 
-/* ---- helpers ------------------------------------------------------------------- */
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int push(docker_run *d, const char *key, const char *value, const char *origin)
-{
-	setting *s = realloc(d->a.settings, (d->a.n_settings + 1) * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	d->a.settings = s;
-	s[d->a.n_settings++] = (setting){ key, value, origin };
-	return 0;
-}
-
-/* A string kept for the parse's life (settings point into it). */
-static char *own(docker_run *d, char *s)
-{
-	if (!s)
-		return NULL;
-	char **v = realloc(d->owned, (d->n_owned + 1) * sizeof(*v));
-	if (!v) {
-		free(s);
-		return NULL;
-	}
-	d->owned = v;
-	d->owned[d->n_owned++] = s;
-	return s;
-}
-
-static char *own_fmt(docker_run *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *own_fmt(docker_run *d, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return own(d, s);
-}
-
-static int add_list(const char ***v, size_t *n, const char *s)
-{
-	const char **nv = realloc(*v, (*n + 1) * sizeof(**v));
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	nv[(*n)++] = s;
-	return 0;
-}
-
 static const char *env_get(char **env, const char *name, size_t n)
 {
 	for (size_t i = 0; env && env[i]; i++)
@@ -304,409 +246,119 @@ static const char *env_get(char **env, const char *name, size_t n)
 	return NULL;
 }
 
-int docker_signal(const char *s)
+/* A flag (Docker's booleans take =false too): what nsbox always does is
+ * accepted, its opposite refused. */
+static int take_flag(docker_run *d, const opt_def *o, bool on, char *err, size_t errlen)
 {
-	static const struct {
-		const char *name;
-		int sig;
-	} sigs[] = { { "TERM", SIGTERM }, { "INT", SIGINT }, { "HUP", SIGHUP }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL } };
-	char *e = NULL;
-	long n = strtol(s, &e, 10);
-	if (*s && isdigit((unsigned char) *s) && !*e) {
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			if (sigs[i].sig == n)
-				return (int) n;
-		return -1;
-	}
-	if (!strncmp(s, "SIG", 3))
-		s += 3;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (!strcmp(sigs[i].name, s))
-			return sigs[i].sig;
-	return -1;
-}
-
-static bool image_name_ok(const char *s)
-{
-	if (!*s || strlen(s) > 128 || s[0] == '.' || s[0] == '-')
-		return false;
-	for (const char *c = s; *c; c++)
-		if (!isalnum((unsigned char) *c) && *c != '.' && *c != '_' && *c != '-')
-			return false;
-	return true;
-}
-
-const char *docker_image_name(const char *ref, char *buf, size_t len, char *err, size_t errlen)
-{
-	size_t n = strlen(ref);
-	/* NAME:latest is NAME (Docker's default tag). */
-	if (n > 7 && !strcmp(ref + n - 7, ":latest") && n - 7 < len) {
-		snprintf(buf, len, "%.*s", (int) (n - 7), ref);
-		ref = buf;
-	}
-	if (image_name_ok(ref))
-		return ref;
-	fail(err, errlen, "image '%s' is not an nsbox image name (letters, digits, '.', '_', '-'): nsbox runs the "
-	     "images of its store (nsbox image ls); import one under a name with nsbox image import NAME SOURCE", ref);
-	return NULL;
-}
-
-/* ---- the options that need more than a key ---------------------------------- */
-
-/* --tmpfs PATH[:OPTS] and --mount type=tmpfs: only /tmp, whose size is
- * limits.tmpfs; the options nsbox's /tmp has (rw, exec, nosuid, nodev,
- * mode 1777) are accepted, the others refused. */
-static int tmpfs(docker_run *d, const char *path, const char *opts, const char *origin, char *err, size_t errlen)
-{
-	if (strcmp(path, "/tmp") && strcmp(path, "/tmp/"))
-		return fail(err, errlen, "%s '%s': nsbox mounts a tmpfs on /tmp only (size it with %s /tmp:size=SIZE); "
-		            "elsewhere the root filesystem is read-only: bind a host directory with -v for more",
-		            origin, path, origin);
-	char *copy = own(d, strdup(opts ? opts : ""));
-	if (!copy)
-		return -ENOMEM;
-	char *save = NULL;
-	for (char *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
-		if (!strncmp(o, "size=", 5) || !strncmp(o, "tmpfs-size=", 11)) {
-			const char *v = strchr(o, '=') + 1;
-			uint64_t bytes;
-			/* Docker takes a bare number as bytes, as nsbox does. */
-			if (nsbox_parse_size(v, &bytes) < 0)
-				return fail(err, errlen, "%s /tmp: invalid size '%s' (such as 100m or 1g)", origin, v);
-			int r = push(d, "limits.tmpfs", v, origin);
-			if (r < 0)
-				return r;
-		} else if (!strncmp(o, "mode=", 5) || !strncmp(o, "tmpfs-mode=", 11)) {
-			const char *v = strchr(o, '=') + 1;
-			if (strtoul(v, NULL, 8) != 01777 || strspn(v, "01234567") != strlen(v))
-				return fail(err, errlen, "%s /tmp: mode '%s': nsbox's /tmp has mode 1777", origin, v);
-		} else if (strcmp(o, "rw") && strcmp(o, "exec") && strcmp(o, "nosuid") && strcmp(o, "nodev")) {
-			return fail(err, errlen, "%s /tmp: option '%s': nsbox's /tmp is rw, exec, nosuid and nodev, mode 1777 "
-			            "(size=SIZE sets its size)", origin, o);
-		}
-	}
-	return 0;
-}
-
-/* -v SRC:DST[:OPTS]: a host path (absolute or ./relative); Docker's named
- * and anonymous volumes have no nsbox meaning. */
-static int volume(docker_run *d, const char *v, char *err, size_t errlen)
-{
-	const char *c1 = strchr(v, ':');
-	if (!c1)
-		return fail(err, errlen, "--volume '%s': an anonymous volume (no host path): nsbox binds host paths, "
-		            "SRC:DST[:ro|rw]", v);
-	if (v[0] != '/' && v[0] != '.' && v[0] != '~')
-		return fail(err, errlen, "--volume '%s': '%.*s' is a named volume: nsbox binds host paths (absolute, or "
-		            "starting with ./)", v, (int) (c1 - v), v);
-	const char *c2 = strchr(c1 + 1, ':');
-	if (!c2)
-		return push(d, "filesystem.mounts", v, "--volume");
-	bool ro = false;
-	char *opts = own(d, strdup(c2 + 1));
-	if (!opts)
-		return -ENOMEM;
-	char *save = NULL;
-	for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(o, "ro") || !strcmp(o, "readonly"))
-			ro = true;
-		else if (!strcmp(o, "rw"))
-			ro = false;
-		else
-			return fail(err, errlen, "--volume '%s': option '%s': nsbox takes ro or rw (no relabelling, "
-			            "propagation or consistency modes)", v, o);
-	}
-	char *s = own_fmt(d, "%.*s:%s", (int) (c2 - v), v, ro ? "ro" : "rw");
-	return s ? push(d, "filesystem.mounts", s, "--volume") : -ENOMEM;
-}
-
-/* --mount type=bind|tmpfs,KEY=VALUE,... */
-static int mount_opt(docker_run *d, const char *v, char *err, size_t errlen)
-{
-	char *copy = own(d, strdup(v));
-	if (!copy)
-		return -ENOMEM;
-	const char *type = NULL, *src = NULL, *dst = NULL, *size = NULL, *mode = NULL;
-	bool ro = false;
-	char *save = NULL;
-	for (char *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(o, '=');
-		const char *val = eq ? eq + 1 : NULL;
-		if (eq)
-			*eq = '\0';
-		if (!strcmp(o, "type") && val)
-			type = val;
-		else if ((!strcmp(o, "source") || !strcmp(o, "src")) && val)
-			src = val;
-		else if ((!strcmp(o, "target") || !strcmp(o, "destination") || !strcmp(o, "dst")) && val)
-			dst = val;
-		else if (!strcmp(o, "readonly") || !strcmp(o, "ro")) {
-			int b = opt_bool(val);
-			if (b < 0)
-				return fail(err, errlen, "--mount '%s': %s takes true or false, not '%s'", v, o, val);
-			ro = b;
-		} else if (!strcmp(o, "tmpfs-size") && val)
-			size = val;
-		else if (!strcmp(o, "tmpfs-mode") && val)
-			mode = val;
-		else
-			return fail(err, errlen, "--mount '%s': option '%s': nsbox takes type, source, target, readonly, "
-			            "tmpfs-size and tmpfs-mode", v, o);
-	}
-	if (!type || (strcmp(type, "bind") && strcmp(type, "tmpfs")))
-		return fail(err, errlen, "--mount '%s': type '%s': nsbox mounts type=bind (a host path) and type=tmpfs "
-		            "(/tmp); it has no volumes", v, type ? type : "");
-	if (!dst)
-		return fail(err, errlen, "--mount '%s': no target", v);
-	if (!strcmp(type, "tmpfs")) {
-		if (src)
-			return fail(err, errlen, "--mount '%s': a tmpfs has no source", v);
-		char *o = own_fmt(d, "%s%s%s%s%s", size ? "size=" : "", size ? size : "", size && mode ? "," : "",
-		                  mode ? "mode=" : "", mode ? mode : "");
-		return o ? tmpfs(d, dst, o, "--mount", err, errlen) : -ENOMEM;
-	}
-	if (!src || src[0] != '/')
-		return fail(err, errlen, "--mount '%s': a bind's source must be an absolute host path", v);
-	char *s = own_fmt(d, "%s:%s:%s", src, dst, ro ? "ro" : "rw");
-	return s ? push(d, "filesystem.mounts", s, "--mount") : -ENOMEM;
-}
-
-/* -e NAME=VALUE sets, -e NAME passes the caller's value (when it has one,
- * as Docker does). */
-static int env_opt(docker_run *d, const char *v, const char *origin, char *err, size_t errlen)
-{
-	const char *eq = strchr(v, '=');
-	if (eq == v || !*v)
-		return fail(err, errlen, "%s '%s': expected NAME=VALUE or NAME", origin, v);
-	int r = add_list(&d->env, &d->n_env, v);
-	if (r < 0)
-		return r;
-	return push(d, eq ? "environment.set" : "environment.pass", v, origin);
-}
-
-/* Docker's env file: NAME=VALUE or NAME a line; '#' starts a comment line;
- * blank lines are skipped; values are taken as they are (no quotes
- * removed, as Docker does). */
-static int env_file(docker_run *d, const char *path, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return fail(err, errlen, "--env-file '%s': %s", path, strerror(errno));
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	unsigned lineno = 0;
-	int r = 0;
-	while (r == 0 && (n = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-			line[--n] = '\0';
-		const char *s = line;
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (!*s || *s == '#')
-			continue;
-		if (memchr(line, '\0', (size_t) n)) {
-			r = fail(err, errlen, "--env-file '%s': line %u holds a NUL byte", path, lineno);
-			break;
-		}
-		char *kv = own(d, strdup(s));
-		if (!kv) {
-			r = -ENOMEM;
-			break;
-		}
-		char where[64];
-		snprintf(where, sizeof(where), "--env-file line %u", lineno);
-		char *origin = own(d, strdup(where));
-		r = origin ? env_opt(d, kv, origin, err, errlen) : -ENOMEM;
-	}
-	free(line);
-	fclose(f);
-	return r;
-}
-
-/* --ulimit nofile=SOFT[:HARD] | fsize=SOFT[:HARD]: nsbox sets one value as
- * both limits. */
-static int ulimit(docker_run *d, const char *v, char *err, size_t errlen)
-{
-	const char *eq = strchr(v, '=');
-	if (!eq)
-		return fail(err, errlen, "--ulimit '%s': expected NAME=SOFT[:HARD]", v);
-	size_t nl = (size_t) (eq - v);
-	const char *key = nl == 6 && !strncmp(v, "nofile", 6) ? "limits.nofile"
-	                  : nl == 5 && !strncmp(v, "fsize", 5) ? "limits.fsize" : NULL;
-	if (!key)
-		return fail(err, errlen, "--ulimit '%.*s': nsbox sets nofile and fsize only (processes: --pids-limit)",
-		            (int) nl, v);
-	const char *soft = eq + 1, *colon = strchr(soft, ':');
-	if (colon && (strlen(colon + 1) != (size_t) (colon - soft) || strncmp(soft, colon + 1, (size_t) (colon - soft))))
-		return fail(err, errlen, "--ulimit '%s': nsbox sets the soft and hard limits to one value: give N or N:N", v);
-	char *val = own(d, strndup(soft, colon ? (size_t) (colon - soft) : strlen(soft)));
-	char *origin = own_fmt(d, "--ulimit %.*s", (int) nl, v);
-	return val && origin ? push(d, key, val, origin) : -ENOMEM;
-}
-
-static int security_opt(docker_run *d, const char *v, char *err, size_t errlen)
-{
-	/* Docker takes KEY=VALUE and the older KEY:VALUE. */
-	size_t kl = strcspn(v, "=:");
-	const char *val = v[kl] ? v + kl + 1 : NULL;
-	if (kl == 17 && !strncmp(v, "no-new-privileges", 17)) {
-		int b = opt_bool(val);
-		if (b < 0)
-			return fail(err, errlen, "--security-opt '%s': expected no-new-privileges[=true]", v);
-		if (!b)
-			return fail(err, errlen, "--security-opt '%s': nsbox always sets no_new_privs", v);
-		return 0;
-	}
-	if (kl == 7 && !strncmp(v, "seccomp", 7) && val && *val)
-		return push(d, "security.seccomp", val, "--security-opt seccomp");
-	return fail(err, errlen, "--security-opt '%s': nsbox takes no-new-privileges, seccomp=FILE and "
-	            "seccomp=unconfined (no AppArmor, SELinux labels or unmasked paths)", v);
-}
-
-static bool cap_name_ok(const char *c)
-{
-	static const char *const caps[] = {
-		"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "SETPCAP",
-		"LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER",
-		"SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
-		"SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
-		"MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF",
-		"CHECKPOINT_RESTORE", "ALL",
-	};
-	char up[40];
-	size_t n = strlen(c);
-	if (n >= sizeof(up))
-		return false;
-	for (size_t i = 0; i <= n; i++)
-		up[i] = (char) toupper((unsigned char) c[i]);
-	const char *u = strncmp(up, "CAP_", 4) ? up : up + 4;
-	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
-		if (!strcmp(u, caps[i]))
-			return true;
-	return false;
-}
-
-/* One option: what it sets or records in d. 0, -1 with err, or -ENOMEM. */
-static int take(docker_run *d, const opt_def *o, const char *v, char *err, size_t errlen)
-{
-	char origin[48];
-	snprintf(origin, sizeof(origin), "--%s", o->name);
-	if (o->value == OPT_BOOL && opt_bool(v) < 0)
-		return fail(err, errlen, "%s: invalid boolean '%s' (true or false)", origin, v);
-	bool on = !opt_has_value(o) && opt_bool(v) == 1;
 	switch (o->id) {
-	case R_KEY: {
-		const char *what = own_fmt(d, "%s", origin);
-		return what ? push(d, o->key, v, what) : -ENOMEM;
-	}
 	case R_RM: d->rm = on; return 0;
 	case R_DETACH: d->detach = on; return 0;
 	case R_INTERACTIVE: d->a.interactive = on; return 0;
 	case R_TTY: d->tty = on; return 0;
-	case R_NAME: d->a.name = v; return 0;
-	case R_MEMORY: return push(d, "limits.memory", v, "--memory");
-	case R_MEMORY_SWAP: {
-		/* Checked against --memory once every option is read. */
-		char *s = own_fmt(d, "%s", v);
-		return s ? push(d, "docker.memory_swap", s, "--memory-swap") : -ENOMEM;
-	}
-	case R_PIDS:
-		if (v[0] == '-' || !strcmp(v, "0"))
-			return fail(err, errlen, "--pids-limit '%s': nsbox always limits processes: give a number from 1", v);
-		return push(d, "limits.pids", v, "--pids-limit");
+	case R_HELP: d->help = true; return 0;
+	case R_NOOP_FLAG: return 0;
 	case R_READ_ONLY:
-		if (!on)
-			return fail(err, errlen, "--read-only=false: nsbox's root filesystem is always read-only (write to /tmp "
-			            "or a volume)");
-		return 0;
-	case R_TMPFS: {
-		const char *colon = strchr(v, ':');
-		char *path = own(d, strndup(v, colon ? (size_t) (colon - v) : strlen(v)));
-		return path ? tmpfs(d, path, colon ? colon + 1 : NULL, "--tmpfs", err, errlen) : -ENOMEM;
+		return on ? 0 : dr_fail(err, errlen, "--read-only=false: nsbox's root filesystem is always read-only (write to "
+		                        "/tmp or a volume)");
+	case R_INIT: return on ? 0 : dr_fail(err, errlen, "--init=false: nsbox's pid 1 is always an init");
+	case R_SIG_PROXY:
+		return on ? 0 : dr_fail(err, errlen, "--sig-proxy=false: nsbox always passes signals to the command");
+	case R_REFUSED:
+		/* --privileged=false asks for what nsbox does. */
+		return on ? dr_fail(err, errlen, "--%s: refused: %s", o->name, docker_refusal(o->name)) : 0;
 	}
+	return 0;
+}
+
+/* Options whose value is one of a few words, or a number of seconds. */
+static int take_choice(docker_run *d, const opt_def *o, const char *v, char *err, size_t errlen)
+{
+	switch (o->id) {
 	case R_NETWORK:
 		d->network = v;
 		if (!strcmp(v, "none") || !strcmp(v, "host"))
-			return push(d, "network.mode", v, "--network");
+			return dr_push(d, "network.mode", v, "--network");
 		if (!strcmp(v, "bridge") || !strcmp(v, "default"))
-			return push(d, "network.mode", "user", "--network bridge");
-		return fail(err, errlen, "--network '%s': nsbox has none, host and bridge (user-mode NAT); no container "
-		            "networks", v);
-	case R_SECOPT: return security_opt(d, v, err, errlen);
-	case R_CAP_DROP:
-		if (!cap_name_ok(v))
-			return fail(err, errlen, "--cap-drop '%s': not a capability", v);
-		return 0;   /* every capability is dropped already */
-	case R_VOLUME: return volume(d, v, err, errlen);
-	case R_MOUNT: return mount_opt(d, v, err, errlen);
-	case R_ENV: return env_opt(d, v, "--env", err, errlen);
-	case R_ENV_FILE: return env_file(d, v, err, errlen);
-	case R_USER: {
-		d->user = v;
-		/* Docker's root and 0 are uid 0 (of the sandbox's user
-		 * namespace: no host privilege); other names are not looked up
-		 * in the image. */
-		if (!strcmp(v, "root") || !strcmp(v, "root:root"))
-			return push(d, "security.user", "0:0", "--user");
-		const char *colon = strchr(v, ':');
-		if (colon && !strcmp(colon + 1, "root")) {
-			char *s = own_fmt(d, "%.*s:0", (int) (colon - v), v);
-			return s ? push(d, "security.user", s, "--user") : -ENOMEM;
-		}
-		if (!isdigit((unsigned char) v[0]))
-			return fail(err, errlen, "--user '%s': give a numeric UID[:GID] (or root): nsbox does not look names "
-			            "up in the image", v);
-		return push(d, "security.user", v, "--user");
-	}
-	case R_WORKDIR: d->workdir = v; return push(d, "workdir", v, "--workdir");
-	case R_HOSTNAME: d->hostname = v; return push(d, "hostname", v, "--hostname");
+			return dr_push(d, "network.mode", "user", "--network bridge");
+		return dr_fail(err, errlen, "--network '%s': nsbox has none, host and bridge (user-mode NAT); no container "
+		               "networks", v);
 	case R_STOP_TIMEOUT: {
 		char *e = NULL;
 		long n = strtol(v, &e, 10);
 		if (!*v || *e || n < -1 || n > 86400)
-			return fail(err, errlen, "--stop-timeout '%s': expected seconds (-1: wait as long as it takes)", v);
+			return dr_fail(err, errlen, "--stop-timeout '%s': expected seconds (-1: wait as long as it takes)", v);
 		d->stop_timeout = (int) n;
 		return 0;
 	}
 	case R_STOP_SIGNAL:
 		if ((d->stop_signal = docker_signal(v)) < 0)
-			return fail(err, errlen, "--stop-signal '%s': nsbox passes SIGTERM, SIGINT, SIGHUP or SIGQUIT on, "
-			            "or ends the container with SIGKILL", v);
+			return dr_fail(err, errlen, "--stop-signal '%s': nsbox passes SIGTERM, SIGINT, SIGHUP or SIGQUIT on, "
+			               "or ends the container with SIGKILL", v);
 		return 0;
-	case R_ULIMIT: return ulimit(d, v, err, errlen);
-	case R_INIT:
-		if (!on)
-			return fail(err, errlen, "--init=false: nsbox's pid 1 is always an init");
-		return 0;
-	case R_ENTRYPOINT: d->entrypoint = v; return 0;
-	case R_LABEL: return add_list(&d->labels, &d->n_labels, v);
-	case R_CIDFILE: d->cidfile = v; return 0;
 	case R_PULL:
 		if (strcmp(v, "missing") && strcmp(v, "never"))
-			return fail(err, errlen, "--pull '%s': docker run does not pull (nsbox docker pull does): missing or "
-			            "never", v);
+			return dr_fail(err, errlen, "--pull '%s': docker run does not pull (nsbox docker pull does): missing or "
+			               "never", v);
 		return 0;
 	case R_RESTART:
-		if (strcmp(v, "no"))
-			return fail(err, errlen, "--restart '%s': nsbox restarts nothing (no)", v);
-		return 0;
-	case R_SIG_PROXY:
-		if (!on)
-			return fail(err, errlen, "--sig-proxy=false: nsbox always passes signals to the command");
-		return 0;
+		return strcmp(v, "no") ? dr_fail(err, errlen, "--restart '%s': nsbox restarts nothing (no)", v) : 0;
 	case R_NS_PRIVATE:
 		if (strcmp(v, "private") && !(!strcmp(o->name, "ipc") && !strcmp(v, "shareable")))
-			return fail(err, errlen, "--%s '%s': %s", o->name, v, docker_refusal(o->name));
+			return dr_fail(err, errlen, "--%s '%s': %s", o->name, v, docker_refusal(o->name));
 		return 0;
-	case R_NOOP_FLAG: return 0;
-	case R_REFUSED:
-		if (o->value == OPT_BOOL && !on)
-			return 0;   /* --privileged=false: what nsbox does */
-		return fail(err, errlen, "%s%s%s: refused: %s", origin, opt_has_value(o) ? " " : "", opt_has_value(o) ? v : "",
-		            docker_refusal(o->name));
-	case R_HELP: d->help = true; return 0;
+	case R_REFUSED: return dr_fail(err, errlen, "--%s %s: refused: %s", o->name, v, docker_refusal(o->name));
+	}
+	return 1;   /* not one of these */
+}
+
+/* One option: what it sets or records in d. 0, -1 with err, or -ENOMEM. */
+static int take(docker_run *d, const opt_def *o, const char *v, char *err, size_t errlen)
+{
+	if (!opt_has_value(o)) {
+		int b = opt_bool(v);
+		if (b < 0)
+			return dr_fail(err, errlen, "--%s: invalid boolean '%s' (true or false)", o->name, v);
+		return take_flag(d, o, b == 1, err, errlen);
+	}
+	int r = take_choice(d, o, v, err, errlen);
+	if (r <= 0)
+		return r;
+	switch (o->id) {
+	case R_KEY: {
+		const char *what = dr_own_fmt(d, "--%s", o->name);
+		return what ? dr_push(d, o->key, v, what) : -ENOMEM;
+	}
+	case R_NAME: d->a.name = v; return 0;
+	case R_ENTRYPOINT: d->entrypoint = v; return 0;
+	case R_CIDFILE: d->cidfile = v; return 0;
+	case R_LABEL: return dr_add_list(&d->labels, &d->n_labels, v);
+	case R_MEMORY: return dr_push(d, "limits.memory", v, "--memory");
+	case R_MEMORY_SWAP: {
+		/* Checked against --memory once every option is read. */
+		char *s = dr_own_fmt(d, "%s", v);
+		return s ? dr_push(d, "docker.memory_swap", s, "--memory-swap") : -ENOMEM;
+	}
+	case R_PIDS:
+		if (v[0] == '-' || !strcmp(v, "0"))
+			return dr_fail(err, errlen, "--pids-limit '%s': nsbox always limits processes: give a number from 1", v);
+		return dr_push(d, "limits.pids", v, "--pids-limit");
+	case R_TMPFS: {
+		const char *colon = strchr(v, ':');
+		char *path = dr_own(d, strndup(v, colon ? (size_t) (colon - v) : strlen(v)));
+		return path ? dr_tmpfs(d, path, colon ? colon + 1 : NULL, "--tmpfs", err, errlen) : -ENOMEM;
+	}
+	case R_CAP_DROP:
+		/* Every capability is dropped already: a real name is enough. */
+		return dr_cap_name_ok(v) ? 0 : dr_fail(err, errlen, "--cap-drop '%s': not a capability", v);
+	case R_SECOPT: return dr_security_opt(d, v, err, errlen);
+	case R_VOLUME: return dr_volume(d, v, err, errlen);
+	case R_MOUNT: return dr_mount_opt(d, v, err, errlen);
+	case R_ENV: return dr_env_opt(d, v, "--env", err, errlen);
+	case R_ENV_FILE: return dr_env_file(d, v, err, errlen);
+	case R_ULIMIT: return dr_ulimit(d, v, err, errlen);
+	case R_USER: d->user = v; return dr_user(d, v, err, errlen);
+	case R_WORKDIR: d->workdir = v; return dr_push(d, "workdir", v, "--workdir");
+	case R_HOSTNAME: d->hostname = v; return dr_push(d, "hostname", v, "--hostname");
 	}
 	return 0;
 }
@@ -730,15 +382,15 @@ static int check_swap(docker_run *d, char *err, size_t errlen)
 		return 0;
 	uint64_t sb, mb;
 	if (!strcmp(swap, "-1"))
-		return fail(err, errlen, "--memory-swap -1: nsbox allows no swap (give --memory alone)");
+		return dr_fail(err, errlen, "--memory-swap -1: nsbox allows no swap (give --memory alone)");
 	if (nsbox_parse_size(swap, &sb) < 0)
-		return fail(err, errlen, "--memory-swap '%s': invalid size", swap);
+		return dr_fail(err, errlen, "--memory-swap '%s': invalid size", swap);
 	if (!mem)
-		return fail(err, errlen, "--memory-swap needs --memory (and nsbox allows no swap: give the same size)");
+		return dr_fail(err, errlen, "--memory-swap needs --memory (and nsbox allows no swap: give the same size)");
 	if (nsbox_parse_size(mem, &mb) < 0)
 		return 0;   /* --memory's own error comes from the configuration */
 	if (sb != mb)
-		return fail(err, errlen, "--memory-swap '%s': nsbox allows no swap: give --memory's size (%s) or leave it "
+		return dr_fail(err, errlen, "--memory-swap '%s': nsbox allows no swap: give --memory's size (%s) or leave it "
 		            "out", swap, mem);
 	return 0;
 }
@@ -750,7 +402,7 @@ int docker_run_parse(int argc, char **argv, char **env, docker_run *d, char *err
 	const char *var, *key;
 	for (size_t i = 0; nsbox_env_setting(i, &var, &key) == 0; i++) {
 		const char *v = env_get(env, var, strlen(var));
-		if (v && push(d, key, v, var) < 0)
+		if (v && dr_push(d, key, v, var) < 0)
 			goto oom;
 	}
 	/* IMAGE is the first operand; what follows is the command's. */
@@ -773,12 +425,12 @@ int docker_run_parse(int argc, char **argv, char **env, docker_run *d, char *err
 	if (check_swap(d, err, errlen) < 0)
 		return -1;
 	if (st.i >= argc)
-		return fail(err, errlen, "no image given (usage: nsbox docker run [OPTIONS] IMAGE [COMMAND] [ARG...])");
+		return dr_fail(err, errlen, "no image given (usage: nsbox docker run [OPTIONS] IMAGE [COMMAND] [ARG...])");
 	d->image = argv[st.i];
 	d->argc = argc - st.i - 1;
 	d->argv = argv + st.i + 1;
 	if (!d->argc && !d->entrypoint)
-		return fail(err, errlen, "no command given: nsbox images have no default command (nsbox docker run "
+		return dr_fail(err, errlen, "no command given: nsbox images have no default command (nsbox docker run "
 		            "[OPTIONS] IMAGE COMMAND [ARG...])");
 	return 0;
 oom:

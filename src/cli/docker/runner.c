@@ -204,6 +204,54 @@ static int make_streams(const docker_run *d, streams *s, int *fds, int *nfds, in
 	return 0;
 }
 
+/* The sandbox: as nsbox start makes it, with no timeout of its own on the
+ * command (a container runs until it exits or is stopped, as Docker's do;
+ * each docker exec gets the configuration's, container.json's
+ * ExecTimeoutMs). 0 with *mon the monitor, or -1 having said why. */
+static int start_sandbox(const docker_run *d, int dirfd, pid_t *mon)
+{
+	run_args a = d->a;
+	a.interactive = false;   /* the command's, not the sandbox's */
+	a.settings = calloc(d->a.n_settings + 1, sizeof(setting));
+	if (!a.settings)
+		return -1;
+	memcpy(a.settings, d->a.settings, d->a.n_settings * sizeof(setting));
+	a.settings[a.n_settings++] = (setting){ "limits.timeout", "0", "docker run -d" };
+	char started_name[64];
+	int r = live_start(&a, LIVE_DIE_WITH_PARENT, started_name, sizeof(started_name), mon);
+	free(a.settings);
+	if (r != 0)
+		return -1;
+	json_t *st = state_running();
+	r = st ? store_write(dirfd, "state.json", st) : -ENOMEM;
+	json_decref(st);
+	if (r < 0) {
+		print_msg("docker run: could not record that container '%s' runs", d->a.name);
+		return -1;
+	}
+	return 0;
+}
+
+/* The command to the sandbox, its output to the log. */
+static int start_command(const docker_run *d, int dirfd, streams *s, logw *l)
+{
+	int fds[3], nfds = 0, to_close[3] = { -1, -1, -1 };
+	l->fd = openat(dirfd, LOG_FILE, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (l->fd < 0) {
+		print_msg("docker run: open the container's log: %s", strerror(errno));
+		return -1;
+	}
+	if (make_streams(d, s, fds, &nfds, to_close) < 0)
+		return -1;
+	s->conn = ctl_connect(d->a.name);
+	int r = s->conn < 0 ? -1 : send_command(s->conn, d, fds, nfds, d->a.interactive || d->tty);
+	/* The sandbox has its copies: ours would keep the output open. */
+	for (int i = 0; i < 3; i++)
+		if (to_close[i] >= 0)
+			close(to_close[i]);
+	return r;
+}
+
 __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, int lock_fd, int status_fd)
 {
 	(void) lock_fd;   /* held until we exit (and by the monitor, our child) */
@@ -218,46 +266,17 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 	streams s = { .conn = -1, .out = -1, .err = -1, .master = -1, .in_keep = -1 };
 	s.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	const char *name = d->a.name;
-	char started_name[64];
 	pid_t mon = -1;
 	logw l = { .fd = -1 };
-	int fds[3], nfds = 0, to_close[3] = { -1, -1, -1 };
-	bool with_stdin = d->a.interactive || d->tty;
-	/* The sandbox: as nsbox start makes it, with no timeout of its own on
-	 * the command (a container runs until it exits or is stopped, as
-	 * Docker's do); each docker exec gets the configuration's timeout
-	 * (container.json's ExecTimeoutMs). */
-	run_args a = d->a;
-	a.interactive = false;   /* the command's, not the sandbox's */
-	a.settings = calloc(d->a.n_settings + 1, sizeof(setting));
-	if (!a.settings)
-		goto fail;
-	memcpy(a.settings, d->a.settings, d->a.n_settings * sizeof(setting));
-	a.settings[a.n_settings++] = (setting){ "limits.timeout", "0", "docker run -d" };
-	int r = live_start(&a, LIVE_DIE_WITH_PARENT, started_name, sizeof(started_name), &mon);
-	free(a.settings);
-	if (r != 0)
-		goto fail;
-	json_t *st = state_running();
-	r = st ? store_write(dirfd, "state.json", st) : -ENOMEM;
-	json_decref(st);
-	if (r < 0) {
-		print_msg("docker run: could not record that container '%s' runs", name);
-		goto fail_stop;
+	if (start_sandbox(d, dirfd, &mon) < 0) {
+		(void) store_remove(base, name);
+		exit(DOCKER_EXIT_RUN);
 	}
-	l.fd = openat(dirfd, LOG_FILE, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (l.fd < 0) {
-		print_msg("docker run: open the container's log: %s", strerror(errno));
-		goto fail_stop;
+	if (start_command(d, dirfd, &s, &l) < 0) {
+		stop_sandbox(name, mon);
+		(void) store_remove(base, name);
+		exit(DOCKER_EXIT_RUN);
 	}
-	if (make_streams(d, &s, fds, &nfds, to_close) < 0)
-		goto fail_stop;
-	s.conn = ctl_connect(name);
-	if (s.conn < 0 || send_command(s.conn, d, fds, nfds, with_stdin) < 0)
-		goto fail_stop;
-	for (int i = 0; i < 3; i++)
-		if (to_close[i] >= 0)
-			close(to_close[i]);
 	/* Running: the caller may go. */
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null >= 0) {
@@ -282,9 +301,4 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 	if (d->rm)
 		(void) store_remove(base, name);
 	exit(0);
-fail_stop:
-	stop_sandbox(name, mon);
-fail:
-	(void) store_remove(base, name);
-	exit(DOCKER_EXIT_RUN);
 }

@@ -81,6 +81,59 @@ static void relay_input(int master, pid_t child, const char *buf, size_t n)
 	(void) write_all(master, buf + from, n - from);
 }
 
+/* Relay until the child has ended and the terminal has no one left: its
+ * output to ours, our input to it, our signals to the child. The child's
+ * status. */
+static int relay(int master, pid_t pid, int sfd, bool input)
+{
+	int status = -1;
+	bool in_open = input, out_open = true;
+	while (out_open || status < 0) {
+		struct pollfd p[3] = { { .fd = out_open ? master : -1, .events = POLLIN },
+		                       { .fd = in_open ? 0 : -1, .events = POLLIN },
+		                       { .fd = sfd, .events = POLLIN } };
+		if (poll(p, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		char buf[16384];
+		if (p[0].revents) {
+			ssize_t n = read(master, buf, sizeof(buf));
+			if (n > 0)
+				(void) write_all(1, buf, (size_t) n);
+			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				out_open = false;   /* EIO: no one has the terminal open any more */
+		}
+		if (p[1].revents) {
+			ssize_t n = read(0, buf, sizeof(buf));
+			struct termios t;
+			if (n > 0) {
+				relay_input(master, pid, buf, (size_t) n);
+			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+				/* The end of our input: the terminal's end-of-file. */
+				in_open = false;
+				if (tcgetattr(master, &t) == 0 && (t.c_lflag & ICANON))
+					(void) write_all(master, (const char *) &t.c_cc[VEOF], 1);
+			}
+		}
+		struct signalfd_siginfo si;
+		while (p[2].revents && read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
+			struct winsize ws;
+			if (si.ssi_signo == SIGWINCH) {
+				if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0)
+					(void) ioctl(master, TIOCSWINSZ, &ws);
+			} else if (si.ssi_signo != SIGCHLD) {
+				(void) kill(pid, (int) si.ssi_signo);
+			}
+		}
+		int w;
+		if (status < 0 && waitpid(pid, &w, WNOHANG) == pid)
+			status = WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
+	}
+	return status;
+}
+
 int tty_wrap(int (*fn)(void *, int), void *arg, bool input)
 {
 	int master, slave;
@@ -128,53 +181,7 @@ int tty_wrap(int (*fn)(void *, int), void *arg, bool input)
 		cfmakeraw(&t);
 		(void) tcsetattr(0, TCSANOW, &t);
 	}
-	int status = -1;
-	bool in_open = input, out_open = true;
-	while (out_open || status < 0) {
-		struct pollfd p[3] = { { .fd = out_open ? master : -1, .events = POLLIN },
-		                       { .fd = in_open ? 0 : -1, .events = POLLIN },
-		                       { .fd = sfd, .events = POLLIN } };
-		if (poll(p, 3, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		char buf[16384];
-		if (p[0].revents) {
-			ssize_t n = read(master, buf, sizeof(buf));
-			if (n > 0)
-				(void) write_all(1, buf, (size_t) n);
-			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-				out_open = false;   /* EIO: no one has the terminal open any more */
-		}
-		if (p[1].revents) {
-			ssize_t n = read(0, buf, sizeof(buf));
-			if (n > 0)
-				relay_input(master, pid, buf, (size_t) n);
-			else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-				in_open = false;
-				/* The end of our input: the terminal's end-of-file. */
-				struct termios t;
-				if (tcgetattr(master, &t) == 0 && (t.c_lflag & ICANON))
-					(void) write_all(master, (const char *) &t.c_cc[VEOF], 1);
-			}
-		}
-		if (p[2].revents) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
-				struct winsize ws;
-				if (si.ssi_signo == SIGWINCH) {
-					if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0)
-						(void) ioctl(master, TIOCSWINSZ, &ws);
-				} else if (si.ssi_signo != SIGCHLD) {
-					(void) kill(pid, (int) si.ssi_signo);
-				}
-			}
-			int w;
-			if (status < 0 && waitpid(pid, &w, WNOHANG) == pid)
-				status = WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
-		}
-	}
+	int status = relay(master, pid, sfd, input);
 	if (raw)
 		(void) tcsetattr(0, TCSANOW, &saved);
 	close(master);
