@@ -1,6 +1,6 @@
 /* docker exec CONTAINER COMMAND: `nsbox exec` in the container's sandbox,
- * with the options translated, and the configuration's timeout
- * (container.json's ExecTimeoutMs) as nsbox exec's --timeout. */
+ * with the options translated (the sandbox's timeout, limits.timeout, is
+ * each exec's). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -208,7 +208,7 @@ int docker_cmd_exec(int argc, char **argv)
 	exec_opts o = { 0 };
 	int rc = DOCKER_EXIT_RUN, base = -1;
 	container c = { .dirfd = -1 };
-	/* nsbox exec NAME [-e ...] [-w DIR] --timeout T [-i] -- COMMAND */
+	/* nsbox exec NAME [-e ...] [-w DIR] [-i] -- COMMAND */
 	if (add(&x, "exec") < 0 || add(&x, "") < 0 || parse_exec(argc, argv, &x, &o) < 0)
 		goto out;
 	if (o.help) {
@@ -220,11 +220,7 @@ int docker_cmd_exec(int argc, char **argv)
 	if (base < 0 || exec_target(base, argv[o.first], &o, &c) < 0)
 		goto out;
 	x.v[1] = c.name;
-	json_int_t ms = json_integer_value(json_object_get(json_object_get(c.info, "nsbox"), "ExecTimeoutMs"));
-	char *t = NULL;
-	const char *tmo = asprintf(&t, "%lldms", (long long) ms) < 0 ? NULL : keep(&x, t);
-	if (!tmo || add(&x, "--timeout") < 0 || add(&x, tmo) < 0 || ((o.interactive || o.tty) && add(&x, "-i") < 0) ||
-	    add(&x, "--") < 0)
+	if (((o.interactive || o.tty) && add(&x, "-i") < 0) || add(&x, "--") < 0)
 		goto out;
 	for (int i = o.first + 1; i < argc; i++)
 		if (add(&x, argv[i]) < 0)

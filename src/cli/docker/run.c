@@ -103,8 +103,7 @@ static const char *signal_name(int sig)
 
 /* container.json: what was asked, in Docker's names where it has them,
  * the limits as the configuration has them. */
-static json_t *container_info(const docker_run *d, const char *id, const char *name, const nsbox_config *cfg,
-                              uint64_t *exec_timeout_ms)
+static json_t *container_info(const docker_run *d, const char *id, const char *name, const nsbox_config *cfg)
 {
 	char now[64];
 	now_rfc3339(now, sizeof(now));
@@ -118,7 +117,6 @@ static json_t *container_info(const docker_run *d, const char *id, const char *n
 	}
 	free(text);
 	nsbox_result_free(r);
-	*exec_timeout_ms = nsbox_config_timeout_ms(cfg);
 	json_t *cmd = json_array(), *args = json_array(), *env = json_array(), *labels = json_object(),
 	       *binds = json_array();
 	for (int i = 0; i < d->argc; i++)
@@ -155,7 +153,7 @@ static json_t *container_info(const docker_run *d, const char *id, const char *n
 		"HostConfig", "Memory", mem, "MemorySwap", mem, "NanoCpus", (json_int_t) (cpus * 1e9), "PidsLimit",
 		json_object_get(limits, "pids"), "ReadonlyRootfs", 1, "NetworkMode", network_mode(cfg), "AutoRemove",
 		d->rm, "Binds", binds,
-		"nsbox", "Detached", d->detach, "ExecTimeoutMs", (json_int_t) *exec_timeout_ms, "Limits", limits);
+		"nsbox", "Detached", d->detach, "ExecTimeoutMs", (json_int_t) nsbox_config_timeout_ms(cfg), "Limits", limits);
 	free(all);
 	json_decref(cmd);
 	json_decref(limits);
@@ -191,8 +189,7 @@ static int register_container(docker_run *d, const nsbox_config *cfg, int *base,
 	d->a.name = name;
 	if ((*base = store_open(true)) < 0 || store_create(*base, name, dirfd, lock_fd) < 0)
 		return -1;
-	uint64_t exec_ms = 0;
-	json_t *info = container_info(d, id, name, cfg, &exec_ms);
+	json_t *info = container_info(d, id, name, cfg);
 	/* A run in the foreground is this process's from now on (docker stop
 	 * signals it); a detached one is its runner's once it runs. */
 	json_t *created = d->detach ? json_pack("{s:s,s:b,s:i,s:b,s:s}", "Status", "created", "Running", 0, "ExitCode", 0,

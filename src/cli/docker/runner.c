@@ -80,7 +80,10 @@ static void stop_sandbox(const char *name, pid_t monitor_pid)
 /* The request for the command: CTL_EXEC with its arguments. */
 static int send_command(int fd, const docker_run *d, const int *fds, int nfds, bool with_stdin)
 {
-	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .flags = CTL_RECORD | (with_stdin ? CTL_STDIN : 0) };
+	/* No timeout: a container runs until its command exits or it is
+	 * stopped, as Docker's do (each docker exec has the sandbox's). */
+	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .flags = CTL_RECORD | (with_stdin ? CTL_STDIN : 0),
+	              .timeout_ms = NSBOX_TIMEOUT_NONE };
 	size_t len = 0;
 	if (d->entrypoint)
 		len += strlen(d->entrypoint) + 1, h.argc++;
@@ -204,22 +207,14 @@ static int make_streams(const docker_run *d, streams *s, int *fds, int *nfds, in
 	return 0;
 }
 
-/* The sandbox: as nsbox start makes it, with no timeout of its own on the
- * command (a container runs until it exits or is stopped, as Docker's do;
- * each docker exec gets the configuration's, container.json's
- * ExecTimeoutMs). 0 with *mon the monitor, or -1 having said why. */
+/* The sandbox, as nsbox start makes it (its timeout is each exec's). 0
+ * with *mon the monitor, or -1 having said why. */
 static int start_sandbox(const docker_run *d, int dirfd, pid_t *mon)
 {
 	run_args a = d->a;
 	a.interactive = false;   /* the command's, not the sandbox's */
-	a.settings = calloc(d->a.n_settings + 1, sizeof(setting));
-	if (!a.settings)
-		return -1;
-	memcpy(a.settings, d->a.settings, d->a.n_settings * sizeof(setting));
-	a.settings[a.n_settings++] = (setting){ "limits.timeout", "0", "docker run -d" };
 	char started_name[64];
 	int r = live_start(&a, LIVE_DIE_WITH_PARENT, started_name, sizeof(started_name), mon);
-	free(a.settings);
 	if (r != 0)
 		return -1;
 	json_t *st = state_running();
