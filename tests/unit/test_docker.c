@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "docker/docker.h"
 #include "opts.h"
 #include "unit.h"
@@ -226,6 +227,35 @@ START_TEST(test_table)
 }
 END_TEST
 
+/* Issue 34, item 3: a Docker spelling never lands on a different nsbox
+ * run option. Each docker run option that nsbox run lacks is an unknown
+ * option to nsbox run (no prefix match: --tmpfs is not --tmpfs-size,
+ * --net not --network); each run table's names are unique. */
+START_TEST(test_no_prefix_landing)
+{
+	const opt_def *run = run_option_table();
+	for (const opt_def *o = docker_run_table(); o->name; o++) {
+		if (opt_find_long(run, o->name, strlen(o->name)))
+			continue;
+		char opt[64];
+		snprintf(opt, sizeof(opt), "--%s", o->name);
+		char *argv[] = { "run", opt, "x", "true", NULL };
+		char *env[] = { NULL };
+		run_args a;
+		char err[256] = "", want[96];
+		snprintf(want, sizeof(want), "unknown option '%s'", opt);
+		ck_assert_int_eq(parse_run_args(4, argv, env, &a, err, sizeof(err)), -1);
+		ck_assert_msg(!strcmp(err, want), "nsbox run %s: '%s'", opt, err);
+		run_args_free(&a);
+	}
+	for (const opt_def *o = run; o->name; o++)
+		for (const opt_def *p = o + 1; p->name; p++) {
+			ck_assert_msg(strcmp(o->name, p->name), "nsbox run: --%s twice", o->name);
+			ck_assert_msg(!o->short_name || o->short_name != p->short_name, "nsbox run: -%c twice", o->short_name);
+		}
+}
+END_TEST
+
 static const struct {
 	const char *tmpl, *expect;
 } templates[] = {
@@ -272,6 +302,7 @@ int main(void)
 	tcase_add_test(tc, test_run_env_first);
 	tcase_add_test(tc, test_env_file);
 	tcase_add_test(tc, test_table);
+	tcase_add_test(tc, test_no_prefix_landing);
 	tcase_add_loop_test(tc, test_template, 0, (int) (sizeof(templates) / sizeof(templates[0])));
 	return unit_run("docker", tc);
 }
