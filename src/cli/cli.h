@@ -17,6 +17,7 @@ int cmd_start(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_docker(int argc, char **argv);
 
 /* What run-code adds to a run: the code and its language (the library
  * places and runs it). */

@@ -114,6 +114,8 @@ static const struct command {
 	{ "ps", cmd_ps, "ps [--json]", "list the started sandboxes" },
 	{ "stop", cmd_stop, "stop NAME", "end a started sandbox" },
 	{ "mcp", cmd_mcp, "mcp [RUN OPTIONS]", "serve the sandbox's tools to an MCP client on stdio" },
+	{ "docker", cmd_docker, "docker run|exec|ps|stop|rm|logs|inspect|images ...",
+	  "Docker's command line, mapped onto nsbox (also: nsbox-docker)" },
 	{ "image", cmd_image, "image build | pull | import | ls | rm | prune", "build, pull and manage root filesystem images" },
 	{ "session", cmd_session, "session ls | changes NAME | diff NAME | apply NAME | discard NAME",
 	  "review and apply the workspace changes a run kept" },

@@ -4,6 +4,8 @@
 
 #include "opts.h"
 
+const char opt_boolean[] = "";
+
 void opt_init(opt_state *st, const opt_def *defs, int argc, char **argv, bool stop)
 {
 	*st = (opt_state){ .defs = defs, .argc = argc, .argv = argv, .i = 1, .stop = stop };
@@ -52,7 +54,7 @@ static int next_short(opt_state *st, const char **value, const opt_def **def, ch
 	}
 	*def = d;
 	*value = NULL;
-	if (d->value) {
+	if (opt_has_value(d)) {
 		if (*st->bundle) {        /* -m512m */
 			*value = st->bundle;
 		} else if (st->i < st->argc) {
@@ -104,9 +106,10 @@ int opt_next(opt_state *st, const char **value, const opt_def **def, char *err, 
 		if (!d)
 			return fail(err, errlen, UNKNOWN, "--", name, (int) len);
 		*def = d;
-		if (!d->value) {
-			if (eq)
+		if (!opt_has_value(d)) {
+			if (eq && d->value != opt_boolean)
 				return fail(err, errlen, NO_VALUE, "--", name, (int) len);
+			*value = eq ? eq + 1 : NULL;
 			return d->id;
 		}
 		if (eq) {
@@ -127,10 +130,11 @@ void opt_help(FILE *f, const opt_def *defs)
 			continue;   /* a hidden row (an alias) */
 		char head[64];
 		if (d->short_name)
-			snprintf(head, sizeof(head), "  -%c, --%s%s%s", d->short_name, d->name, d->value ? " " : "",
-			         d->value ? d->value : "");
+			snprintf(head, sizeof(head), "  -%c, --%s%s%s", d->short_name, d->name, opt_has_value(d) ? " " : "",
+			         opt_has_value(d) ? d->value : "");
 		else
-			snprintf(head, sizeof(head), "      --%s%s%s", d->name, d->value ? " " : "", d->value ? d->value : "");
+			snprintf(head, sizeof(head), "      --%s%s%s", d->name, opt_has_value(d) ? " " : "",
+			         opt_has_value(d) ? d->value : "");
 		const char *h = d->help;
 		size_t n = strcspn(h, "\n");
 		if (strlen(head) < 26)
@@ -145,6 +149,21 @@ void opt_help(FILE *f, const opt_def *defs)
 	}
 }
 
+int opt_bool(const char *v)
+{
+	static const char *const yes[] = { "1", "t", "T", "true", "TRUE", "True" };
+	static const char *const no[] = { "0", "f", "F", "false", "FALSE", "False" };
+	if (!v)
+		return 1;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcmp(v, yes[i]))
+			return 1;
+		if (!strcmp(v, no[i]))
+			return 0;
+	}
+	return -1;
+}
+
 bool opt_takes_value(const opt_def *defs, const char *arg)
 {
 	if (arg[0] != '-' || !arg[1])
@@ -153,7 +172,7 @@ bool opt_takes_value(const opt_def *defs, const char *arg)
 		const opt_def *d = NULL;
 		for (const char *c = arg + 1; *c; c++) {
 			d = find_short(defs, *c);
-			if (!d || d->value)
+			if (!d || opt_has_value(d))
 				return d && !c[1];
 		}
 		return false;
@@ -161,5 +180,5 @@ bool opt_takes_value(const opt_def *defs, const char *arg)
 	if (strchr(arg, '='))
 		return false;
 	const opt_def *d = opt_find_long(defs, arg + 2, strlen(arg + 2));
-	return d && d->value;
+	return d && opt_has_value(d);
 }

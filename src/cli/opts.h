@@ -20,6 +20,14 @@ typedef struct opt_def {
 	const char *key;       /* a policy key the value sets (nsbox_config_set), or NULL */
 } opt_def;
 
+/* As a row's value: a flag that also takes --name=VALUE, as Docker's
+ * boolean flags do (--rm=false); opt_next's *value is then VALUE (else
+ * NULL), for opt_bool(). */
+extern const char opt_boolean[];
+#define OPT_BOOL opt_boolean
+/* Does the row take a value (not a flag)? */
+#define opt_has_value(d) ((d)->value && (d)->value != opt_boolean)
+
 typedef struct opt_state {
 	const opt_def *defs;
 	int argc;
@@ -46,5 +54,9 @@ void opt_help(FILE *f, const opt_def *defs);
  * next argument (--name, -x; not --name=V or -xV). */
 bool opt_takes_value(const opt_def *defs, const char *arg);
 const opt_def *opt_find_long(const opt_def *defs, const char *name, size_t len);
+/* A boolean flag's value: NULL (given bare), 1/t/true/TRUE/True or
+ * 0/f/false/FALSE/False (Go's ParseBool, which Docker's flags use):
+ * 1 or 0, or -1 for anything else. */
+int opt_bool(const char *value);
 
 #endif

@@ -1,11 +1,14 @@
 /* `nsbox run`'s command line and NSBOX_* variables: the input is split at
  * NUL bytes into arguments (NSBOX_*=... ones form the environment), parsed
  * as the CLI does, and every resulting setting applied to a configuration
- * as run.c's build_config does (the policy file it names is not read). */
+ * as run.c's build_config does (the policy file it names is not read).
+ * The same arguments then as `nsbox docker run`'s (run_opts.c), whose
+ * settings go through the same configuration. */
 #include <ctype.h>
 #include <string.h>
 
 #include "args.h"
+#include "docker/docker.h"
 #include "fuzz.h"
 #include "nsbox.h"
 
@@ -26,6 +29,42 @@ static void check_message(const char *msg, char **argv, int argc)
 			abort();
 		}
 	}
+}
+
+/* Every setting of a parse through a configuration: accepted, or refused
+ * with a message. */
+static void apply(const setting *settings, size_t n)
+{
+	nsbox_config *cfg = NULL;
+	nsbox_error *err = NULL;
+	FUZZ_CHECK(nsbox_config_new(&cfg, NULL) == 0);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = nsbox_config_set(cfg, settings[i].key, settings[i].value, settings[i].origin, &err);
+	if (r < 0)
+		FUZZ_CHECK(err && *nsbox_error_message(err));
+	nsbox_error_free(err);
+	nsbox_config_free(cfg);
+}
+
+static void parse_docker_run(int argc, char **argv, char **env)
+{
+	/* --env-file reads a file by name: not the fuzzer's (/dev/zero). */
+	for (int i = 1; i < argc; i++)
+		if (strstr(argv[i], "env-file"))
+			return;
+	docker_run d;
+	char msg[1024] = "";
+	if (docker_run_parse(argc, argv, env, &d, msg, sizeof(msg)) < 0) {
+		FUZZ_CHECK(*msg);
+		check_message(msg, argv, argc);
+	} else if (!d.help) {
+		FUZZ_CHECK(d.image && d.argc >= 0 && (d.argc > 0 || d.entrypoint));
+		for (size_t i = 0; i < d.a.n_settings; i++)
+			FUZZ_CHECK(d.a.settings[i].key && d.a.settings[i].value && d.a.settings[i].origin);
+		apply(d.a.settings, d.a.n_settings);
+	}
+	docker_run_free(&d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -49,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	env[envc] = NULL;
 	for (int i = 1; i < argc; i++)
 		(void) run_option_takes_value(argv[i]);
+	parse_docker_run(argc, argv, env);
 	run_args a;
 	char msg[512] = "";
 	if (parse_run_args(argc, argv, env, &a, msg, sizeof(msg)) < 0) {

@@ -110,12 +110,13 @@ END_TEST
 
 /* The option parser of every subcommand (opts.c), as a table: argv in,
  * the sequence of (id or operand, value) out, or the error. */
-enum { T_FLAG = 1, T_VAL, T_SHORT, T_MORE };
+enum { T_FLAG = 1, T_VAL, T_SHORT, T_MORE, T_BOOL };
 static const opt_def tdefs[] = {
 	{ "tmpfs-size", 0, "SIZE", T_VAL, "x", NULL },
 	{ "interactive", 'i', NULL, T_FLAG, "x", NULL },
 	{ "tty", 't', NULL, T_MORE, "x", NULL },
 	{ "memory", 'm', "SIZE", T_SHORT, "x", NULL },
+	{ "rm", 'r', OPT_BOOL, T_BOOL, "x", NULL },
 	{ 0 },
 };
 
@@ -145,6 +146,13 @@ static const struct {
 	{ true, { "-i", "cmd", "-m", "1g" }, "1= end@2" },
 	{ false, { "-i", "--", "-m" }, "1= end@3" },
 	{ false, { "-" }, "op=-" },
+	/* Docker's boolean flags: bare, or =VALUE (for opt_bool); never the
+	 * next argument */
+	{ false, { "--rm", "x" }, "5= op=x" },
+	{ false, { "--rm=false", "x" }, "5=false op=x" },
+	{ false, { "--rm=" }, "5=" },
+	{ false, { "-r", "-ir" }, "5= 1= 5=" },
+	{ false, { "--interactive=true" }, "!option '--interactive' takes no value" },
 };
 
 START_TEST(test_opt_parser)
@@ -190,6 +198,8 @@ START_TEST(test_opt_takes_value)
 	ck_assert(!opt_takes_value(tdefs, "-m1g"));
 	ck_assert(!opt_takes_value(tdefs, "-it"));
 	ck_assert(!opt_takes_value(tdefs, "x"));
+	ck_assert(!opt_takes_value(tdefs, "--rm"));
+	ck_assert(!opt_takes_value(tdefs, "-r"));
 	/* run's own table: what run-code passes through */
 	ck_assert(run_option_takes_value("--memory"));
 	ck_assert(!run_option_takes_value("--json"));
@@ -208,11 +218,35 @@ START_TEST(test_opt_takes_value)
 }
 END_TEST
 
+START_TEST(test_opt_bool)
+{
+	ck_assert_int_eq(opt_bool(NULL), 1);
+	static const char *const yes[] = { "1", "t", "T", "true", "TRUE", "True" };
+	static const char *const no[] = { "0", "f", "F", "false", "FALSE", "False" };
+	for (size_t i = 0; i < 6; i++) {
+		ck_assert_int_eq(opt_bool(yes[i]), 1);
+		ck_assert_int_eq(opt_bool(no[i]), 0);
+	}
+	ck_assert_int_eq(opt_bool(""), -1);
+	ck_assert_int_eq(opt_bool("yes"), -1);
+	ck_assert_int_eq(opt_bool("tRue"), -1);
+	/* A boolean row's help shows no value. */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	opt_help(f, tdefs);
+	fclose(f);
+	ck_assert_msg(strstr(text, "  -r, --rm  ") != NULL, "help: %s", text);
+	free(text);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("args");
 	tcase_add_loop_test(tc, test_opt_parser, 0, (int) (sizeof(opt_rows) / sizeof(opt_rows[0])));
 	tcase_add_test(tc, test_opt_takes_value);
+	tcase_add_test(tc, test_opt_bool);
 	tcase_add_test(tc, test_options_to_settings);
 	tcase_add_test(tc, test_network_user_options);
 	tcase_add_test(tc, test_double_dash_and_policy);

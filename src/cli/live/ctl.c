@@ -16,22 +16,22 @@
 
 /* ---- names and paths ------------------------------------------------------ */
 
-static int ctl_dir_path(char *out, size_t len)
+static int ctl_dir_path(const char *leaf, char *out, size_t len)
 {
 	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	int n;
 	if (geteuid() == 0)
-		n = snprintf(out, len, "/var/lib/nsbox/state/sandboxes");
+		n = snprintf(out, len, "/var/lib/nsbox/state/%s", leaf);
 	else if (xdg && *xdg == '/')
-		n = snprintf(out, len, "%s/nsbox/sandboxes", xdg);
+		n = snprintf(out, len, "%s/nsbox/%s", xdg, leaf);
 	else if (home && *home == '/')
-		n = snprintf(out, len, "%s/.local/state/nsbox/sandboxes", home);
+		n = snprintf(out, len, "%s/.local/state/nsbox/%s", home, leaf);
 	else {
-		print_msg("find the directory of sandboxes: HOME is not set");
+		print_msg("find the directory of %s: HOME is not set", leaf);
 		return -1;
 	}
 	if (n < 0 || (size_t) n >= len) {
-		print_msg("the directory of sandboxes is too long a path");
+		print_msg("the directory of %s is too long a path", leaf);
 		return -1;
 	}
 	return 0;
@@ -40,7 +40,12 @@ static int ctl_dir_path(char *out, size_t len)
 /* The directory, created 0700 and checked to be ours and private. */
 int ctl_open_dir(char *path, size_t len, bool create)
 {
-	if (ctl_dir_path(path, len) < 0)
+	return ctl_open_state_dir("sandboxes", path, len, create);
+}
+
+int ctl_open_state_dir(const char *leaf, char *path, size_t len, bool create)
+{
+	if (ctl_dir_path(leaf, path, len) < 0)
 		return -1;
 	if (create) {
 		char tmp[PATH_MAX];
@@ -57,11 +62,11 @@ int ctl_open_dir(char *path, size_t len, bool create)
 	struct stat st;
 	if (fd < 0) {
 		if (errno != ENOENT || create)
-			print_msg("open the directory of sandboxes '%s': %s", path, strerror(errno));
+			print_msg("open the directory of %s '%s': %s", leaf, path, strerror(errno));
 		return -1;
 	}
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		print_msg("the directory of sandboxes '%s' must be owned by you and private (mode 0700)", path);
+		print_msg("the directory of %s '%s' must be owned by you and private (mode 0700)", leaf, path);
 		close(fd);
 		return -1;
 	}

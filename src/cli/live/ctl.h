@@ -12,7 +12,10 @@
 #define CTL_MAGIC 0x4e534278u   /* "NSBx" */
 #define CTL_MAX (256 * 1024)
 enum { CTL_EXEC = 1, CTL_STOP = 2 };
-enum { CTL_JSON = 1, CTL_STDIN = 2, CTL_WORKDIR = 4, CTL_CONTEXT = 8, CTL_RESTART = 16, CTL_ENV = 32 };
+/* CTL_RECORD: the output passes through (as without CTL_JSON), and the
+ * answer carries the record too (a detached container's exit code and OOM
+ * kill, src/cli/docker/). */
+enum { CTL_JSON = 1, CTL_STDIN = 2, CTL_WORKDIR = 4, CTL_CONTEXT = 8, CTL_RESTART = 16, CTL_ENV = 32, CTL_RECORD = 64 };
 
 /* A request: this header, then `len` bytes of NUL-terminated strings (the
  * working directory with CTL_WORKDIR, then argc arguments, then with
@@ -23,7 +26,7 @@ typedef struct ctl_req {
 } ctl_req;
 
 /* The answer: the exit status nsbox run would have given, and the record's
- * length (then the record) with CTL_JSON. */
+ * length (then the record) with CTL_JSON or CTL_RECORD. */
 typedef struct ctl_reply {
 	int32_t status;
 	uint32_t len;
@@ -32,6 +35,9 @@ typedef struct ctl_reply {
 /* The directory of sandboxes, its path in path (created 0700 with create),
  * checked to be the caller's own and private; an fd, or -1 (said why). */
 int ctl_open_dir(char *path, size_t len, bool create);
+/* The same for another directory of nsbox's state beside it ("docker":
+ * the Docker front door's containers). */
+int ctl_open_state_dir(const char *leaf, char *path, size_t len, bool create);
 /* NAME.sock in the directory open as dirfd. */
 void ctl_sock_path(struct sockaddr_un *sa, int dirfd, const char *name);
 bool ctl_name_ok(const char *n);

@@ -39,24 +39,39 @@ typedef struct watch_args {
 
 /* The client's signals (one byte each) go to the run: a command gets the
  * signal, a cell is interrupted; its end closing ends the run (a command is
- * killed, a cell interrupted). */
+ * killed, a cell interrupted). A signal that comes while the command is
+ * still being started (nothing to signal yet: -ESRCH) is kept and passed
+ * on once it runs: `docker stop` right after `docker run -d` must not be
+ * lost. (After the end it is tried until the answer closes the
+ * connection, which is at once.) */
 static void *watch_client(void *arg)
 {
 	watch_args *w = arg;
+	unsigned char pending = 0;
 	for (;;) {
+		if (pending && nsbox_cancel_signal(w->cancel, pending) != -ESRCH)
+			pending = 0;
+		struct pollfd p = { .fd = w->fd, .events = POLLIN };
+		int ready = poll(&p, 1, pending ? 5 : -1);
+		if (ready < 0 && errno != EINTR)
+			break;
+		if (ready <= 0)
+			continue;
 		unsigned char sig;
 		ssize_t n = read(w->fd, &sig, 1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n == 1 && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)) {
-			(void) nsbox_cancel_signal(w->cancel, sig);
+			if (nsbox_cancel_signal(w->cancel, sig) == -ESRCH)
+				pending = sig;
 			continue;
 		}
 		if (n == 1)
 			continue;
-		nsbox_cancel_fire(w->cancel);
-		return NULL;
+		break;
 	}
+	nsbox_cancel_fire(w->cancel);
+	return NULL;
 }
 
 static int reply(int fd, int status, const char *json)
@@ -98,9 +113,10 @@ static bool body_strings(char *body, uint32_t len, uint32_t n, char **out)
 }
 
 /* Run through the library, with the client watched meanwhile, and answer:
- * the exit status and, with --json, the record. Without --json the reason a
- * run failed goes to the client's stderr, as `nsbox run` prints it. */
-static int governed(int cfd, nsbox_run_options *o, bool json, int err_fd)
+ * the exit status and, with --json (or CTL_RECORD), the record. Without
+ * --json the reason a run failed goes to the client's stderr, as `nsbox run`
+ * prints it. */
+static int governed(int cfd, nsbox_run_options *o, bool json, bool record, int err_fd)
 {
 	nsbox_cancel *cancel = NULL;
 	nsbox_error *e = NULL;
@@ -119,7 +135,7 @@ static int governed(int cfd, nsbox_run_options *o, bool json, int err_fd)
 	if (ran < 0)
 		status = EXIT_SETUP;
 	char *j = NULL;
-	if (json && res)
+	if ((json || record) && res)
 		(void) nsbox_result_to_json(res, &j, NULL);
 	const nsbox_error *why = res ? nsbox_result_error(res) : NULL;
 	if (!json && err_fd >= 0 && (why || ran < 0))
@@ -180,7 +196,7 @@ static int serve_exec(monitor *m, int cfd, const ctl_req *h, char *body, const i
 		.signal_fd = -1,
 		.stats_fd = -1,
 	};
-	int r = governed(cfd, &o, json, fds[want - 1]);
+	int r = governed(cfd, &o, json, h->flags & CTL_RECORD, fds[want - 1]);
 	free(strs);
 	return r;
 }
@@ -219,7 +235,7 @@ static int serve_cell(monitor *m, int cfd, const ctl_req *h, char *body, const i
 		.signal_fd = -1,
 		.stats_fd = -1,
 	};
-	return governed(cfd, &o, json, fds[1]);
+	return governed(cfd, &o, json, false, fds[1]);
 }
 
 static double since_ms(const struct timespec *t)

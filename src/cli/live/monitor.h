@@ -34,4 +34,13 @@ typedef struct monitor {
  * out of lifetime, and exit. */
 __attribute__((noreturn)) void monitor_run(monitor *m, int ready_fd, const run_args *a, nsbox_config *cfg);
 
+/* Start a long-lived sandbox as `nsbox start` does, from parsed run options
+ * (a->name, or a generated name, is copied to name): check the name and the
+ * configuration, take NAME.lock, fork the monitor and wait until the sandbox
+ * is ready. 0 (*monitor_pid, if not NULL, the monitor's pid), 2 when the name
+ * is taken, else EXIT_SETUP; the reason is printed. With
+ * LIVE_DIE_WITH_PARENT the monitor stops when the caller dies. */
+#define LIVE_DIE_WITH_PARENT 1u
+int live_start(const run_args *a, unsigned flags, char *name, size_t name_len, pid_t *monitor_pid);
+
 #endif

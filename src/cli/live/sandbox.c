@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -57,6 +58,17 @@ int cmd_start(int argc, char **argv)
 		run_args_free(&a);
 		return 0;
 	}
+	char name[64];
+	int rc = live_start(&a, 0, name, sizeof(name), NULL);
+	if (rc == 0)
+		printf("%s\n", name);
+	run_args_free(&a);
+	return rc;
+}
+
+int live_start(const run_args *args, unsigned flags, char *name, size_t name_len, pid_t *monitor_pid)
+{
+	run_args a = *args;
 	monitor m = { .dirfd = -1, .lock_fd = -1, .listen_fd = -1, .sig_fd = -1, .timer_fd = -1, .ready_fd = -1,
 	              .wake = { -1, -1 } };
 	char gen[16];
@@ -73,6 +85,7 @@ int cmd_start(int argc, char **argv)
 		snprintf(gen, sizeof(gen), "sb-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
 		a.name = gen;
 	}
+	snprintf(name, name_len, "%s", a.name);
 	m.name = a.name;
 	if (ctl_check_name(a.name) < 0 || parse_ms("--idle-timeout", a.idle_timeout, &m.idle_ms) < 0 ||
 	    parse_ms("--lifetime", a.lifetime, &m.lifetime_ms) < 0)
@@ -124,6 +137,7 @@ int cmd_start(int argc, char **argv)
 		goto out;
 	}
 	fflush(NULL);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		print_msg("start: fork: %s", strerror(errno));
@@ -131,6 +145,11 @@ int cmd_start(int argc, char **argv)
 	}
 	if (pid == 0) {
 		close(pfd[0]);
+		/* The starter's child (a door that owns the sandbox): the
+		 * monitor stops when its parent dies. */
+		if ((flags & LIVE_DIE_WITH_PARENT) &&
+		    (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != parent))
+			_exit(EXIT_SETUP);
 		monitor_run(&m, pfd[1], &a, cfg);
 	}
 	close(pfd[1]);
@@ -141,7 +160,8 @@ int cmd_start(int argc, char **argv)
 	if (n > 0 && msg[0] == 'O') {
 		if (msg[1])
 			print_msg("warning: %s", msg + 1);
-		printf("%s\n", a.name);
+		if (monitor_pid)
+			*monitor_pid = pid;
 		rc = 0;
 	} else {
 		print_msg("start: %s", n > 1 ? msg + 1 : "the monitor failed");
@@ -153,7 +173,6 @@ out:
 	if (m.dirfd >= 0)
 		close(m.dirfd);
 	nsbox_config_free(cfg);
-	run_args_free(&a);
 	return rc;
 }
 
