@@ -82,11 +82,14 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	buf_puts(&b, "workspace:\n");
 	list(&b, "  ", "deny_changes", &c->deny_changes);
 	buf_printf(&b, "  mode: %s\n", config_ws_modes[c->workspace_mode]);
+	buf_printf(&b, "  git: %s\n", config_ws_git[c->workspace_git]);
 	format_size(c->workspace_max_size, tmp, sizeof(tmp));
 	buf_printf(&b, "  max_size: %s\n", tmp);
 	buf_printf(&b, "  max_files: %llu\n", (unsigned long long) c->workspace_max_files);
 	if (c->workspace)
 		kv(&b, "  ", "path", c->workspace);
+	if (c->workspace_target)
+		kv(&b, "  ", "target", c->workspace_target);
 	if (c->session)
 		kv(&b, "  ", "session", c->session);
 	format_size(c->files_max_size, tmp, sizeof(tmp));

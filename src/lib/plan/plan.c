@@ -254,8 +254,10 @@ static int plan_dev(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	return r;
 }
 
-/* /workspace: the overlay (its lower layer, for root, idmapped and attached
- * by the child first), or a plain bind for ro and rw. */
+/* The workspace at its target (/workspace unless --workspace DIR:PATH):
+ * the overlay (its lower layer, for root, idmapped and attached by the
+ * child first), or a plain bind for ro and rw. A target the image lacks is
+ * made in the sandbox's own root (OPF_MKPOINT, mounts.c). */
 static int plan_workspace(nsbox_plan *p, nsbox_error **err)
 {
 	const ws_plan *w = &p->ws;
@@ -264,13 +266,14 @@ static int plan_workspace(nsbox_plan *p, nsbox_error **err)
 		return nsbox_err(err, errno, "workspace", "use workspace '%s'", w->lower);
 	if (w->mode == WS_OVERLAY)
 		return add_op(p, (mount_op){ .kind = OP_OVERLAY, .src_fd = fd, .src_path = w->lower,
-		                             .target = "workspace", .data = w->opts,
+		                             .target = w->target, .data = w->opts,
 		                             .flags = OPF_MKPOINT | OPF_NOSUID | OPF_NODEV,
-		                             .desc = fmt("mount the workspace overlay of '%s' on '/workspace'", w->lower) }, err);
-	return add_op(p, (mount_op){ .kind = OP_BIND, .src_fd = fd, .src_path = w->lower, .target = "workspace",
+		                             .desc = fmt("mount the workspace overlay of '%s' on '/%s'", w->lower,
+		                                         w->target) }, err);
+	return add_op(p, (mount_op){ .kind = OP_BIND, .src_fd = fd, .src_path = w->lower, .target = w->target,
 	                             .flags = OPF_RECURSIVE | OPF_NOSUID | OPF_NODEV | OPF_MKPOINT | OPF_WORKSPACE |
 	                                      (w->mode == WS_RO ? OPF_RDONLY : 0),
-	                             .desc = fmt("bind workspace '%s' on '/workspace'", w->lower) }, err);
+	                             .desc = fmt("bind workspace '%s' on '/%s'", w->lower, w->target) }, err);
 }
 
 /* --network user: names resolve through the helper's DNS forwarder. The
@@ -511,7 +514,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 			r = nsbox_err(err, ENOMEM, "plan", "plan command");
 		p->argv = argv.v;
 		p->hostname = strdup(cfg->hostname);
-		p->workdir = strdup(cfg->workdir ? cfg->workdir : p->ws.active ? "/workspace" : "/");
+		p->workdir = cfg->workdir ? strdup(cfg->workdir) : p->ws.active ? fmt("/%s", p->ws.target) : strdup("/");
 		p->cap_last = caps_last();
 		p->timeout_ms = cfg->timeout_ms;
 		p->output_cap = cfg->output;

@@ -30,6 +30,7 @@
 #include "base/syscalls.h"
 #include "config/volumes.h"
 #include "workspace/workspace.h"
+#include "workspace/session.h"
 
 char *ws_state_dir(void)
 {
@@ -96,7 +97,10 @@ static int write_meta(const char *dir, const char *lower)
 	snprintf(path, sizeof(path), "%.4000s/meta", dir);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\n", lower, (long long) now.tv_sec, now.tv_nsec);
+	/* Who: root's state directory is every root caller's, and `session
+	 * ls` shows each login its own. */
+	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\nowner %lu\n", lower, (long long) now.tv_sec, now.tv_nsec,
+	                   session_login_uid());
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	int r = fd < 0 ? -errno : 0;
 	ssize_t wr = r == 0 ? write(fd, text, (size_t) len) : 0;
@@ -135,6 +139,7 @@ static int session_dir(ws_plan *w, const char *parent, nsbox_error **err)
 		int r = lock < 0 ? lock : write_meta(tmp, w->lower);
 		if (r == 0 && rename(tmp, w->dir) == 0) {
 			w->lock_fd = lock;
+			w->made = true;
 			return 0;
 		}
 		if (r == 0)
@@ -296,6 +301,10 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	}
 	w->active = true;
 	w->mode = cfg->workspace_mode;
+	w->git = cfg->workspace_git;
+	w->target = strdup(cfg->workspace_target ? cfg->workspace_target + 1 : "workspace");
+	if (!w->target)
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
 	w->max_bytes = cfg->workspace_max_size;
 	w->max_files = cfg->workspace_max_files;
 	if (strv_copy(&w->deny, &cfg->deny_changes) < 0)
@@ -436,12 +445,32 @@ int ws_idmapped_lower(const ws_plan *w, uid_t to_uid, gid_t to_gid, nsbox_error 
 	return tree;
 }
 
+/* Is the directory `path` empty (and readable)? */
+static bool empty_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool empty = d != NULL;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return empty;
+}
+
 void ws_finish(ws_plan *w)
 {
 	if (!w->active)
 		return;
 	if (w->mode == WS_OVERLAY && w->dir && !w->session)
 		(void) remove_tree(w->dir);
+	/* A session this run made, for a payload that never ran (a setup
+	 * failure, a spawn that failed): nothing to review, so no session.
+	 * (Its lock is still ours: no other run uses it.) */
+	if (w->mode == WS_OVERLAY && w->dir && w->session && w->made && !w->payload_ran && w->lock_fd >= 0 &&
+	    (!w->upper || empty_dir(w->upper)))
+		(void) remove_tree(w->dir);
+	w->made = false;
 	if (w->lock_fd >= 0) {
 		close(w->lock_fd);
 		w->lock_fd = -1;
@@ -462,6 +491,7 @@ void ws_plan_free(ws_plan *w)
 	free(w->work);
 	free(w->opts);
 	free(w->session);
+	free(w->target);
 	free(w->nosuid);
 	strv_clear(&w->deny);
 	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
