@@ -155,7 +155,9 @@ int mounts_open_sources(const nsbox_plan *p, int *failed_op); /* mounts.c */
 /* Build the new root and everything mounted in it; returns an fd of it.
  * `idmapped` is root's idmapped clone of the root filesystem, or -1. */
 int mounts_build_root(const nsbox_plan *p, int idmapped, int *failed_op);
-int mounts_apply(const nsbox_plan *p, int root_fd, int *failed_op);
+/* *root_fd may be replaced: a mount point missing at the top of a
+ * read-only root is made in a mirror of the root, which becomes the root. */
+int mounts_apply(const nsbox_plan *p, int *root_fd, int *failed_op);
 int mounts_pivot(int root_fd);
 /* Parent side (rootfs.c): root's root filesystem, idmapped into the user
  * namespace of sandbox `pid`, as a detached read-only tree; -errno when
