@@ -45,8 +45,11 @@ int nsbox_config_new(nsbox_config **out, nsbox_error **err)
 	c->timeout_ms = 60000;
 	c->tmpfs = 100ull << 20;
 	c->output = 10ull << 10;
-	c->nofile = 1024;
-	c->fsize = 1ull << 30;
+	/* No quiet limits that change how software behaves: open files as
+	 * the caller has them (its soft and hard limits), no file size limit
+	 * unless one is asked for. */
+	c->nofile = 0;
+	c->fsize = 0;
 	c->workspace_max_size = 1ull << 30;
 	c->workspace_max_files = 500000;
 	c->files_max_size = 256ull << 20;
@@ -440,8 +443,8 @@ static const struct key_def {
 	{ "limits.timeout", K_TIMEOUT, false, "a duration such as 30, 30s, 2m or 500ms (0: none)" },
 	{ "limits.tmpfs", K_TMPFS, false, "a size of at least 4k such as 100m" },
 	{ "limits.output", K_OUTPUT, false, "a size such as 10k (0: unlimited)" },
-	{ "limits.nofile", K_NOFILE, false, "a number of open files from 16 to 1048576" },
-	{ "limits.fsize", K_FSIZE, false, "a file size such as 1g (0: unlimited)" },
+	{ "limits.nofile", K_NOFILE, false, "a number of open files from 16 to 1048576, or host (the caller's limits)" },
+	{ "limits.fsize", K_FSIZE, false, "a file size such as 1g, or unlimited (0)" },
 	{ "limits.fallback", K_FALLBACK, false, "one of warn, rlimit, refuse" },
 	{ "limits.require_cgroup", K_REQUIRE_CGROUP, false, "true or false" },
 	{ "limits.cgroup_parent", K_CGROUP_PARENT, false, "an absolute cgroup v2 directory" },
@@ -547,6 +550,10 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 			v = "0";
 		return parse_size(v, &c->output) < 0 ? -EINVAL : 0;
 	case K_NOFILE:
+		if (!strcmp(v, "host")) {
+			c->nofile = 0;
+			return 0;
+		}
 		return parse_uint(v, 16, 1048576, &c->nofile) < 0 ? -EINVAL : 0;
 	case K_FSIZE:
 		if (!strcmp(v, "unlimited"))

@@ -56,9 +56,14 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	buf_printf(&b, "  tmpfs: %s\n", tmp);
 	format_size(c->output, tmp, sizeof(tmp));
 	buf_printf(&b, "  output: %s\n", tmp);
-	buf_printf(&b, "  nofile: %llu\n", (unsigned long long) c->nofile);
+	/* Every limit by name, its default too: "host" is the caller's own
+	 * open-file limits, inherited. */
+	if (c->nofile)
+		buf_printf(&b, "  nofile: %llu\n", (unsigned long long) c->nofile);
+	else
+		buf_puts(&b, "  nofile: host\n");
 	format_size(c->fsize, tmp, sizeof(tmp));
-	buf_printf(&b, "  fsize: %s\n", tmp);
+	buf_printf(&b, "  fsize: %s\n", c->fsize ? tmp : "unlimited");
 	buf_printf(&b, "  fallback: %s\n", config_fallbacks[c->fallback]);
 	if (c->cgroup_parent)
 		kv(&b, "  ", "cgroup_parent", c->cgroup_parent);

@@ -92,8 +92,13 @@ int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 {
 	p->limits = (cg_limits){ .memory = cfg->memory, .cpus = cfg->cpus, .pids = cfg->pids };
 	cgroup_probe(cfg->cgroup_parent, &p->cg_host);
+	/* Open files: what was asked, else the caller's own limits, which the
+	 * payload inherits (limits.nofile: host). */
+	struct rlimit nofile = { 0, 0 };
 	if (cfg->nofile)
 		add_rlimit(p, RLIMIT_NOFILE, cfg->nofile);
+	else
+		(void) getrlimit(RLIMIT_NOFILE, &nofile);
 	/* A workspace overlay: no one file may pass workspace.max_size, a hard
 	 * bound on the fastest fill (one big write or fallocate); the total is
 	 * watched by the supervisor. */
@@ -103,6 +108,11 @@ int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 		fsize = cfg->workspace_max_size;
 	if (fsize)
 		add_rlimit(p, RLIMIT_FSIZE, fsize);
+	/* The record names the limits that apply, as they apply. */
+	if (p->cfg) {
+		p->cfg->nofile = cfg->nofile ? cfg->nofile : nofile.rlim_cur == RLIM_INFINITY ? 0 : nofile.rlim_cur;
+		p->cfg->fsize = fsize;
+	}
 	if (p->cg_host.driver == CG_V2) {
 		p->enforced_by = "cgroup-v2";
 		return 0;
