@@ -145,6 +145,16 @@ class Result:
         return self.record["stderr"] or ""
 
     @property
+    def stdout_raw(self) -> bytes:
+        """The captured bytes of stdout, exactly (``stdout`` replaces what
+        is not UTF-8; the record then carries the bytes as stdout_base64)."""
+        return _raw(self.record, "stdout")
+
+    @property
+    def stderr_raw(self) -> bytes:
+        return _raw(self.record, "stderr")
+
+    @property
     def stdout_truncated(self) -> bool:
         return self.record["stdout_truncated"]
 
@@ -269,6 +279,13 @@ def _decode(bundle: Dict[str, str]) -> Dict[str, Any]:
             except ValueError:
                 out[mime] = data
     return out
+
+
+def _raw(record: Dict[str, Any], stream: str) -> bytes:
+    b64 = record.get(stream + "_base64")
+    if b64 is not None:
+        return base64.b64decode(b64)
+    return (record.get(stream) or "").encode("utf-8")
 
 
 def fsdecode(b: bytes) -> str:

@@ -15,6 +15,20 @@ static void bool_field(buf *b, const char *name, bool v)
 	buf_printf(b, ",\"%s\":%s", name, v ? "true" : "false");
 }
 
+/* A JSON string of `len` bytes in base64 (RFC 4648, padded). */
+static void base64(buf *b, const char *data, size_t len)
+{
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = (const unsigned char *) data;
+	buf_puts(b, "\"");
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned) p[i] << 16 | (i + 1 < len ? (unsigned) p[i + 1] << 8 : 0) | (i + 2 < len ? p[i + 2] : 0);
+		char q[4] = { al[v >> 18 & 63], al[v >> 12 & 63], i + 1 < len ? al[v >> 6 & 63] : '=', i + 2 < len ? al[v & 63] : '=' };
+		buf_append(b, q, 4);
+	}
+	buf_puts(b, "\"");
+}
+
 static void streams(buf *b, const nsbox_result *r)
 {
 	static const char *names[] = { "stdout", "stderr" };
@@ -41,6 +55,15 @@ static void streams(buf *b, const nsbox_result *r)
 		char k[32];
 		snprintf(k, sizeof(k), "%s_invalid_utf8", names[i]);
 		bool_field(b, k, invalid[i]);
+	}
+	/* The text fields replace bytes that are not UTF-8; the captured bytes
+	 * themselves, losslessly, for a stream that has such bytes. */
+	for (int i = 0; i < 2; i++) {
+		buf_printf(b, ",\"%s_base64\":", names[i]);
+		if (invalid[i])
+			base64(b, r->out[i], r->out_len[i]);
+		else
+			buf_puts(b, "null");
 	}
 }
 
