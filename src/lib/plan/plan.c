@@ -304,6 +304,37 @@ static int plan_resolv_conf(nsbox_plan *p, nsbox_error **err)
 	                             .desc = fmt("bind the helper's resolver on '/etc/resolv.conf'") }, err);
 }
 
+/* /etc/hosts with the sandbox's own host name first, so that it resolves
+ * as a host's own name does (gethostbyname(gethostname()), which CPython's
+ * test_socket and many servers ask), over the image's file, whose lines
+ * follow. Only where the image has the file: making one would cost a
+ * mirror of /etc on every run. */
+static int plan_hosts(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+	                        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	_cleanup_close_ int fd = sys_openat2(p->rootfs_fd, "etc/hosts", &how);
+	struct stat st;
+	/* (The file is made on a 16 KiB scratch tmpfs: a larger hosts file
+	 * than that is left as it is.) */
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 12288 || !strcmp(cfg->hostname, "localhost"))
+		return 0;
+	_cleanup_free_ char *text = NULL;
+	int head = asprintf(&text, "127.0.1.1\t%s\n", cfg->hostname);
+	char *grown = head < 0 ? NULL : realloc(text, (size_t) head + (size_t) st.st_size + 1);
+	if (!grown)
+		return nsbox_err(err, ENOMEM, "plan", "plan /etc/hosts");
+	text = grown;
+	size_t len = (size_t) head;
+	for (ssize_t n; len < (size_t) head + (size_t) st.st_size; len += (size_t) n)
+		if ((n = read(fd, text + len, (size_t) head + (size_t) st.st_size - len)) <= 0)
+			break;
+	return add_op(p, (mount_op){ .kind = OP_BIND_DATA, .src_fd = -1, .target = "etc/hosts",
+	                             .data = text, .len = len, .mode = 0644,
+	                             .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
+	                             .desc = fmt("bind the sandbox's host name on '/etc/hosts'") }, err);
+}
+
 static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home, nsbox_error **err)
 {
 	int r = plan_proc(p, err);
@@ -318,6 +349,8 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
 	                          .desc = fmt("mount tmpfs on '/tmp'") }, err);
 	if (r == 0 && cfg->net == NET_USER)
 		r = plan_resolv_conf(p, err);
+	if (r == 0)
+		r = plan_hosts(p, cfg, err);
 	if (r == 0 && cfg->sysfs)
 		r = plan_sysfs(p, err);
 	/* Files handed in by the caller (run-code's program), after /tmp. */

@@ -118,7 +118,8 @@ typedef struct nsbox_plan {
 	cg_limits limits;
 	const char *enforced_by;    /* "cgroup-v2", "cgroup-v1" or "rlimit" */
 	char *warning;              /* for the caller to show, or NULL */
-	struct { int resource; uint64_t value; } rlimits[8];
+	/* soft: only the soft limit is set (the hard one is the caller's) */
+	struct { int resource; uint64_t value; bool soft; } rlimits[8];
 	size_t n_rlimits;
 	bool pin_cpus;              /* rlimit mode: pin the payload to cpu_mask */
 	cpu_set_t cpu_mask;
