@@ -172,7 +172,7 @@ static int plan_proc(nsbox_plan *p, nsbox_error **err)
 	static const char *mask_dirs[] = { "proc/acpi", "proc/asound", "proc/scsi", "proc/driver" };
 	static const char *ro_dirs[] = { "proc/sys", "proc/irq", "proc/bus", "proc/fs" };
 	int r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "proc", .fstype = "proc",
-	                              .flags = OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
+	                              .flags = OPF_NOSUID | OPF_NODEV | OPF_NOEXEC | OPF_MKPOINT,
 	                              .desc = fmt("mount proc on '/proc'") }, err);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(mask_files); i++)
 		r = add_op(p, (mount_op){ .kind = OP_MASK_FILE, .src_fd = -1, .target = mask_files[i],
@@ -216,7 +216,7 @@ static int plan_dev(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	snprintf(shm, sizeof(shm), "mode=1777,size=%llu", (unsigned long long) cfg->tmpfs);
 	int r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "dev", .fstype = "tmpfs",
 	                              .data = "mode=755,size=65536,nr_inodes=64",
-	                              .flags = OPF_NOSUID | OPF_NOEXEC,
+	                              .flags = OPF_NOSUID | OPF_NOEXEC | OPF_MKPOINT,
 	                              .desc = fmt("mount tmpfs on '/dev'") }, err);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(nodes); i++) {
 		char host[32], tgt[32];
@@ -344,8 +344,10 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
 		return r;
 	char tmp[64];
 	snprintf(tmp, sizeof(tmp), "mode=1777,size=%llu", (unsigned long long) cfg->tmpfs);
+	/* (A missing mount point of these is made in the sandbox's root, as
+	 * for a volume: an image without /tmp still gets its tmpfs.) */
 	r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "tmp", .fstype = "tmpfs",
-	                          .data = tmp, .flags = OPF_NOSUID | OPF_NODEV,
+	                          .data = tmp, .flags = OPF_NOSUID | OPF_NODEV | OPF_MKPOINT,
 	                          .desc = fmt("mount tmpfs on '/tmp'") }, err);
 	if (r == 0 && cfg->net == NET_USER)
 		r = plan_resolv_conf(p, err);

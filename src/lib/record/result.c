@@ -44,6 +44,9 @@ static const char *step_hint(const nsbox_plan *p, const msg *m)
 		? &p->ops[m->index] : NULL;
 	if (m->err == EXDEV)
 		return "the path was replaced while the sandbox was set up; run again";
+	if (op && (op->flags & OPF_MKPOINT) && m->err == E2BIG)
+		return "the mount point is missing and the directory that would hold it has more than 4096 entries "
+		       "to mirror: create the mount point in the image, or mount below /tmp";
 	if (op && (op->flags & OPF_MKPOINT) && (m->err == EROFS || m->err == EACCES))
 		return "the mount point does not exist in the read-only image: create it there, or mount below /tmp";
 	if (m->step == STEP_ROOT && m->err == EACCES)
