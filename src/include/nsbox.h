@@ -690,10 +690,11 @@ typedef struct nsbox_apply_options {
  * keeping every file's and directory's modification and access times. When
  * `left` is not NULL, *left lists what this apply left out (changes that
  * were refused and skipped, git housekeeping dropped; empty when none); the
- * caller frees it with nsbox_changes_free(). The session is removed after a
- * successful apply unless NSBOX_APPLY_KEEP (what was skipped goes with it:
- * keep the session to review it again). Returns 1 when the session was
- * removed, 0 when it was kept. */
+ * caller frees it with nsbox_changes_free(). After a successful apply of the
+ * whole session (no paths) the session is removed, unless NSBOX_APPLY_KEEP
+ * (what was skipped goes with it: keep the session to review it again); an
+ * apply of some paths keeps it, the rest being still to review. Returns 1
+ * when the session was removed, 0 when it was kept. */
 int nsbox_session_apply_with(const char *name, const nsbox_apply_options *o, nsbox_changes **left,
                              nsbox_error **err);
 

@@ -545,9 +545,10 @@ int nsbox_session_apply_with(const char *name, const nsbox_apply_options *o, nsb
 		free(st[i].parent);
 	free(st);
 	ws_changes_free(v, n);
-	/* Applied: the session has done its work (its lock is still ours,
-	 * so no run can be using it). */
-	if (r == 0 && !(o->flags & NSBOX_APPLY_KEEP)) {
+	/* Applied whole: the session has done its work (its lock is still
+	 * ours, so no run can be using it). Applied in part (some paths): the
+	 * rest is still to review, and stays. */
+	if (r == 0 && !(o->flags & NSBOX_APPLY_KEEP) && !o->n_paths) {
 		int rr = remove_tree(s.dir);
 		r = rr < 0 ? nsbox_err(err, -rr, "session", "remove session '%s' after applying it ('%s')", name, s.dir) : 1;
 		if (r < 0 && left) {
