@@ -56,7 +56,8 @@ class Session:
         host workspace with their modification times, all or nothing; see
         `nsbox session apply` for what is refused without ``force``. With
         ``skip_denied`` what would be refused is left out and the rest
-        applied. The session is removed afterwards unless ``keep``. Returns
+        applied. An apply of the whole session (no ``paths``) removes it
+        afterwards unless ``keep``; one of some paths keeps it. Returns
         (and keeps in ``self.left``) what was left out, as (path, why)
         pairs. Raises SandboxError when refused."""
         if force and skip_denied:
