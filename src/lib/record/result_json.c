@@ -20,6 +20,8 @@ static void base64(buf *b, const char *data, size_t len)
 {
 	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *p = (const unsigned char *) data;
+	if (!p)
+		len = 0;
 	buf_puts(b, "\"");
 	for (size_t i = 0; i < len; i += 3) {
 		unsigned v = (unsigned) p[i] << 16 | (i + 1 < len ? (unsigned) p[i + 1] << 8 : 0) | (i + 2 < len ? p[i + 2] : 0);
