@@ -39,7 +39,8 @@ def main():
     for c in changes:
         print("  " + str(c))
     print()
-    print(session.diff())
+    # A patch (`patch -p1` applies it); escaped when shown on a terminal.
+    print(session.diff(escape=sys.stdout.isatty()))
     if any(c.denied for c in changes):
         print("some changes are denied by the policy (workspace.deny_changes): not applying")
         session.discard()
@@ -47,8 +48,9 @@ def main():
     answer = "y" if a.yes else input("apply these changes to %s? [y/N] " % a.checkout)
     if answer.strip().lower() == "y":
         try:
-            session.apply()
+            session.apply()   # the session goes once applied
             print("applied")
+            return
         except nsbox.SandboxError as e:
             print("refused: %s" % e)
     session.discard()

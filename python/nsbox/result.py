@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import base64
+import calendar
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
@@ -44,7 +46,11 @@ class Change:
     ``kind``: "added", "modified", "deleted", "type_changed" or "error";
     ``detail``: "file", "directory", "symlink", "content", "mode", ...;
     ``mode``: permission bits (None when deleted); ``target``: a symlink's
-    target; ``denied``: matched workspace.deny_changes (never applied).
+    target; ``denied``: matched workspace.deny_changes (never applied);
+    ``rule``: "apply", "denied", "git" (git's housekeeping, applied by
+    workspace.git) or "dropped" (housekeeping left out); ``mtime``: the
+    modification time in the session (ISO 8601 UTC, to the nanosecond), which
+    apply keeps; ``mtime_ns``: the same in nanoseconds since the epoch.
     """
     path: str
     kind: str
@@ -52,12 +58,23 @@ class Change:
     denied: bool = False
     mode: Optional[int] = None
     target: Optional[str] = None
+    rule: str = "apply"
+    mtime: Optional[str] = None
+
+    @property
+    def mtime_ns(self) -> Optional[int]:
+        if not self.mtime:
+            return None
+        whole, _, frac = self.mtime.rstrip("Z").partition(".")
+        sec = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
+        return sec * 1_000_000_000 + int((frac + "000000000")[:9])
 
     @classmethod
     def from_record(cls, d: Dict[str, Any]) -> "Change":
         mode = d.get("mode")
         return cls(d.get("path", ""), d.get("kind", ""), d.get("detail", ""), bool(d.get("denied")),
-                   int(mode, 8) if isinstance(mode, str) else mode, d.get("target"))
+                   int(mode, 8) if isinstance(mode, str) else mode, d.get("target"),
+                   d.get("rule") or ("denied" if d.get("denied") else "apply"), d.get("mtime"))
 
     def __str__(self) -> str:
         s = "%s %s %s" % (self.kind, self.detail, _escape(self.path))
@@ -126,6 +143,16 @@ class Result:
     @property
     def stderr(self) -> str:
         return self.record["stderr"] or ""
+
+    @property
+    def stdout_raw(self) -> bytes:
+        """The captured bytes of stdout, exactly (``stdout`` replaces what
+        is not UTF-8; the record then carries the bytes as stdout_base64)."""
+        return _raw(self.record, "stdout")
+
+    @property
+    def stderr_raw(self) -> bytes:
+        return _raw(self.record, "stderr")
 
     @property
     def stdout_truncated(self) -> bool:
@@ -252,6 +279,13 @@ def _decode(bundle: Dict[str, str]) -> Dict[str, Any]:
             except ValueError:
                 out[mime] = data
     return out
+
+
+def _raw(record: Dict[str, Any], stream: str) -> bytes:
+    b64 = record.get(stream + "_base64")
+    if b64 is not None:
+        return base64.b64decode(b64)
+    return (record.get(stream) or "").encode("utf-8")
 
 
 def fsdecode(b: bytes) -> str:

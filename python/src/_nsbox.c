@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "nsbox.h"
@@ -201,14 +202,17 @@ static PyObject *py_check(PyObject *self, PyObject *unused)
 	return s;
 }
 
-static PyObject *py_session_list(PyObject *self, PyObject *unused)
+/* session_list(all=False) -> [name] */
+static PyObject *py_session_list(PyObject *self, PyObject *args)
 {
 	(void) self;
-	(void) unused;
+	int all = 0;
+	if (!PyArg_ParseTuple(args, "|p", &all))
+		return NULL;
 	char **names = NULL;
 	size_t n = 0;
 	nsbox_error *e = NULL;
-	int r = nsbox_session_list(&names, &n, &e);
+	int r = nsbox_session_list_with(all ? NSBOX_SESSION_LIST_ALL : 0, &names, &n, &e);
 	if (r < 0)
 		return raise_error(e, r);
 	PyObject *list = PyList_New(0);
@@ -224,8 +228,8 @@ static PyObject *py_session_list(PyObject *self, PyObject *unused)
 }
 
 /* session_changes(name, policy, settings) -> [(path: bytes, kind, detail,
- * mode: int, target: bytes | None, denied: bool)]. Paths stay the raw bytes
- * the sandbox chose (they may not be UTF-8). */
+ * mode: int, target: bytes | None, denied: bool, rule: str, mtime_ns: int)].
+ * Paths stay the raw bytes the sandbox chose (they may not be UTF-8). */
 static PyObject *py_session_changes(PyObject *self, PyObject *args)
 {
 	(void) self;
@@ -252,9 +256,14 @@ static PyObject *py_session_changes(PyObject *self, PyObject *args)
 		unsigned mode = 0;
 		(void) nsbox_changes_get(c, i, &path, &kind, &detail, &denied);
 		(void) nsbox_changes_get_mode(c, i, &mode, &target);
+		int64_t sec = 0;
+		long nsec = 0;
+		(void) nsbox_changes_get_times(c, i, &sec, &nsec, NULL, NULL);
+		const char *rule = nsbox_changes_rule(c, i);
 		PyObject *t = target ? PyBytes_FromString(target) : (Py_INCREF(Py_None), Py_None);
-		PyObject *it = t ? Py_BuildValue("(yssINO)", path ? path : "", kind ? kind : "", detail ? detail : "",
-		                                 mode, t, denied ? Py_True : Py_False) : NULL;
+		PyObject *it = t ? Py_BuildValue("(yssINOsL)", path ? path : "", kind ? kind : "", detail ? detail : "",
+		                                 mode, t, denied ? Py_True : Py_False, rule ? rule : "apply",
+		                                 (long long) sec * 1000000000LL + nsec) : NULL;
 		if (!it || PyList_Append(list, it) < 0)
 			Py_CLEAR(list);
 		Py_XDECREF(it);
@@ -281,14 +290,15 @@ static PyObject *py_session_open_pair(PyObject *self, PyObject *args)
 	return Py_BuildValue("(ii)", a, b);
 }
 
-/* session_apply(name, policy, settings, paths or None, force) */
+/* session_apply(name, policy, settings, paths or None, flags) -> (removed,
+ * [(path: bytes, why: str)] left out); flags are NSBOX_APPLY_*. */
 static PyObject *py_session_apply(PyObject *self, PyObject *args)
 {
 	(void) self;
 	const char *name;
 	PyObject *policy, *settings, *paths;
-	int force;
-	if (!PyArg_ParseTuple(args, "sOOOp", &name, &policy, &settings, &paths, &force))
+	unsigned flags;
+	if (!PyArg_ParseTuple(args, "sOOOI", &name, &policy, &settings, &paths, &flags))
 		return NULL;
 	nsbox_config *cfg = build_config(policy, settings);
 	if (!cfg)
@@ -314,16 +324,29 @@ static PyObject *py_session_apply(PyObject *self, PyObject *args)
 		}
 	}
 	nsbox_error *e = NULL;
+	nsbox_changes *left = NULL;
+	nsbox_apply_options o = { .version = NSBOX_APPLY_OPTIONS_VERSION, .flags = flags, .config = cfg,
+	                          .paths = pv, .n_paths = (size_t) n };
 	int r;
 	Py_BEGIN_ALLOW_THREADS
-	r = nsbox_session_apply(name, cfg, pv, (size_t) n, force, &e);
+	r = nsbox_session_apply_with(name, &o, &left, &e);
 	Py_END_ALLOW_THREADS
 	PyMem_Free(pv);
 	Py_XDECREF(pseq);
 	nsbox_config_free(cfg);
 	if (r < 0)
 		return raise_error(e, r);
-	Py_RETURN_NONE;
+	PyObject *list = PyList_New(0);
+	for (size_t i = 0; list && i < nsbox_changes_count(left); i++) {
+		const char *path = NULL, *why = nsbox_changes_why(left, i);
+		(void) nsbox_changes_get(left, i, &path, NULL, NULL, NULL);
+		PyObject *it = Py_BuildValue("(ys)", path ? path : "", why ? why : "");
+		if (!it || PyList_Append(list, it) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(it);
+	}
+	nsbox_changes_free(left);
+	return list ? Py_BuildValue("(ON)", r == 1 ? Py_True : Py_False, list) : NULL;
 fail:
 	PyMem_Free(pv);
 	Py_XDECREF(pseq);
@@ -345,6 +368,42 @@ static PyObject *py_session_discard(PyObject *self, PyObject *args)
 	if (r < 0)
 		return raise_error(e, r);
 	Py_RETURN_NONE;
+}
+
+/* session_diff(name, escape) -> bytes: the library's patch, written to a
+ * memfd and read back (a large session's diff is never held twice). */
+static PyObject *py_session_diff(PyObject *self, PyObject *args)
+{
+	(void) self;
+	const char *name;
+	int escape;
+	if (!PyArg_ParseTuple(args, "sp", &name, &escape))
+		return NULL;
+	int fd = memfd_create("nsbox-diff", MFD_CLOEXEC);
+	if (fd < 0)
+		return PyErr_SetFromErrno(PyExc_OSError);
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_session_diff(name, escape ? NSBOX_DIFF_ESCAPE : 0, fd, &e);
+	Py_END_ALLOW_THREADS
+	off_t len = r < 0 ? 0 : lseek(fd, 0, SEEK_END);
+	if (r < 0 || len < 0) {
+		close(fd);
+		return r < 0 ? raise_error(e, r) : PyErr_SetFromErrno(PyExc_OSError);
+	}
+	PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t) len);
+	for (off_t off = 0; out && off < len;) {
+		ssize_t k = pread(fd, PyBytes_AS_STRING(out) + off, (size_t) (len - off), off);
+		if (k <= 0) {
+			Py_CLEAR(out);
+			PyErr_SetFromErrno(PyExc_OSError);
+			break;
+		}
+		off += k;
+	}
+	close(fd);
+	return out;
 }
 
 static PyObject *py_parse_duration_ms(PyObject *self, PyObject *args)
@@ -386,7 +445,8 @@ static PyMethodDef methods[] = {
 	{ "languages", py_languages, METH_NOARGS, "The languages of code runs." },
 	{ "images", py_images, METH_NOARGS, "The images this user may run." },
 	{ "check", py_check, METH_NOARGS, "The host check as JSON." },
-	{ "session_list", py_session_list, METH_NOARGS, "Session names." },
+	{ "session_list", py_session_list, METH_VARARGS, "Session names (the caller's, or all)." },
+	{ "session_diff", py_session_diff, METH_VARARGS, "A session's changes as one patch (bytes)." },
 	{ "session_changes", py_session_changes, METH_VARARGS, "A session's changes as JSON." },
 	{ "session_open_pair", py_session_open_pair, METH_VARARGS, "Host and session fds of a path." },
 	{ "session_apply", py_session_apply, METH_VARARGS, "Apply a session's changes." },

@@ -2,25 +2,30 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
-extern char **environ;
-
 static const char session_usage[] =
-	"Usage: nsbox session ls\n"
+	"Usage: nsbox session ls [--all]\n"
 	"       nsbox session changes [--json] [--policy FILE] NAME\n"
-	"       nsbox session diff NAME\n"
-	"       nsbox session apply [--force] [--policy FILE] NAME [PATH...]\n"
+	"       nsbox session diff [--escape] NAME\n"
+	"       nsbox session apply [--force | --skip-denied] [--keep] [--policy FILE] NAME [PATH...]\n"
 	"       nsbox session discard NAME\n"
-	"Options may come anywhere on the line; '--' ends them.\n";
+	"Options may come anywhere on the line; '--' ends them.\n"
+	"      --all          (ls, root) every root caller's sessions, not only this login's\n"
+	"      --json         (changes) the changes as a JSON array\n"
+	"      --policy FILE  the policy whose workspace.deny_changes and workspace.git apply\n"
+	"      --escape       (diff) control characters in the content as \\xNN (the default on a\n"
+	"                     terminal); without it the diff is a patch that `patch -p1` applies\n"
+	"      --force        (apply) apply what is refused too (fifos, sockets, devices are left out)\n"
+	"      --skip-denied  (apply) leave what is refused out, apply the rest, and list what was left\n"
+	"      --keep         (apply) keep the session afterwards (it is removed by default)\n";
 static int fail(nsbox_error *e)
 {
 	print_error(e);
@@ -40,6 +45,20 @@ static nsbox_config *policy_config(const char *policy)
 		return NULL;
 	}
 	return cfg;
+}
+
+/* "   mtime 2001-01-01 00:00:00.123456789" (UTC), what apply keeps. */
+static void print_mtime(const nsbox_changes *c, size_t i)
+{
+	int64_t sec;
+	long nsec;
+	struct tm tm;
+	if (nsbox_changes_get_times(c, i, &sec, &nsec, NULL, NULL) < 0 || (!sec && !nsec))
+		return;
+	time_t t = (time_t) sec;
+	if (gmtime_r(&t, &tm))
+		printf("   mtime %04d-%02d-%02d %02d:%02d:%02d.%09ld", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		       tm.tm_hour, tm.tm_min, tm.tm_sec, nsec);
 }
 
 static int changes(const char *name, bool json, const char *policy)
@@ -76,7 +95,11 @@ static int changes(const char *name, bool json, const char *policy)
 			printf(" -> %s", t);
 		if (mode)
 			printf("   mode %04o", mode & 07777);
-		printf("%s\n", denied ? "   (denied by workspace.deny_changes)" : "");
+		print_mtime(c, i);
+		const char *rule = nsbox_changes_rule(c, i);
+		printf("%s\n", denied ? "   (denied by workspace.deny_changes)"
+		              : rule && !strcmp(rule, "git") ? "   (git housekeeping: applied, workspace.git)"
+		              : rule && !strcmp(rule, "dropped") ? "   (git housekeeping: dropped, never applied)" : "");
 		free(p);
 		free(t);
 	}
@@ -85,127 +108,22 @@ static int changes(const char *name, bool json, const char *policy)
 	return rc;
 }
 
-/* Copy diff's output from `fd` to stdout with control characters (but
- * tab and newline) escaped as \xNN: the payload wrote those lines, and a
- * review must not let them drive the terminal. */
-static void relay_escaped(int fd)
+/* The library's one diff writer, straight to stdout: a patch, or escaped
+ * for a terminal (the payload wrote those lines: they must not drive it). */
+static int diff(const char *name, bool escape)
 {
-	unsigned char in[8192];
-	ssize_t n;
-	bool c2 = false;   /* the previous byte began a C1 control (0xc2) */
-	while ((n = read(fd, in, sizeof(in))) > 0 || (n < 0 && errno == EINTR)) {
-		for (ssize_t i = 0; i < n; i++) {
-			unsigned char ch = in[i];
-			if (c2 && ch >= 0x80 && ch <= 0x9f) {
-				printf("\\xc2\\x%02x", ch);
-			} else {
-				if (c2)
-					putchar(0xc2);
-				if (ch == 0xc2) {
-					c2 = true;
-					continue;
-				}
-				if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f)
-					printf("\\x%02x", ch);
-				else
-					putchar(ch);
-			}
-			c2 = false;
-		}
-	}
-	if (c2)
-		putchar(0xc2);
-}
-
-/* diff -u between the host version and the session's, for one path: the
- * files are opened by the library (beneath each side, no symlink followed)
- * and handed to diff as /dev/fd/3 and /dev/fd/4. */
-static void diff_one(int a, int b, const char *label)
-{
-	char la[4200], lb[4200];
-	snprintf(la, sizeof(la), "a/%s", label);
-	snprintf(lb, sizeof(lb), "b/%s", label);
-	char *argv[] = { "diff", "-u", "--label", la, "--label", lb, "/dev/fd/3", "/dev/fd/4", NULL };
-	/* Out of the way of 3 and 4 first, so that neither dup2 clobbers
-	 * the other's source. */
-	int hi[2] = { a >= 0 ? fcntl(a, F_DUPFD_CLOEXEC, 10) : -1, b >= 0 ? fcntl(b, F_DUPFD_CLOEXEC, 10) : -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	for (int i = 0; i < 2; i++) {
-		if (hi[i] >= 0)
-			posix_spawn_file_actions_adddup2(&fa, hi[i], 3 + i);
-		else
-			posix_spawn_file_actions_addopen(&fa, 3 + i, "/dev/null", O_RDONLY, 0);
-	}
-	int out[2] = { -1, -1 };
-	if (pipe2(out, O_CLOEXEC) == 0)
-		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	pid_t pid;
-	fflush(stdout);
-	if (out[0] < 0 || posix_spawnp(&pid, "diff", &fa, NULL, argv, environ) != 0) {
-		printf("--- a/%s\n+++ b/%s\n(diff is not installed: apt-get install diffutils)\n", label, label);
-	} else {
-		close(out[1]);
-		out[1] = -1;
-		relay_escaped(out[0]);
-		fflush(stdout);
-		int st;
-		waitpid(pid, &st, 0);
-	}
-	for (int i = 0; i < 2; i++)
-		if (out[i] >= 0)
-			close(out[i]);
-	posix_spawn_file_actions_destroy(&fa);
-	for (int i = 0; i < 2; i++)
-		if (hi[i] >= 0)
-			close(hi[i]);
-}
-
-static int diff(const char *name)
-{
-	nsbox_changes *c = NULL;
 	nsbox_error *e = NULL;
-	if (nsbox_session_changes(name, NULL, &c, &e) < 0)
-		return fail(e);
-	for (size_t i = 0; i < nsbox_changes_count(c); i++) {
-		const char *path, *kind, *detail;
-		(void) nsbox_changes_get(c, i, &path, &kind, &detail, NULL);
-		int h = -1, m = -1;
-		if (nsbox_session_open_pair(name, path, &h, &m, &e) < 0) {
-			nsbox_changes_free(c);
-			return fail(e);
-		}
-		char *label = nsbox_escape(path);
-		struct stat hs = { 0 }, ms = { 0 };
-		if (h >= 0)
-			(void) fstat(h, &hs);
-		if (m >= 0)
-			(void) fstat(m, &ms);
-		fflush(stdout);
-		if (!strcmp(detail, "content") || (!strcmp(kind, "added") && m >= 0) || (!strcmp(kind, "deleted") && h >= 0))
-			diff_one(h, strcmp(kind, "deleted") ? m : -1, label ? label : "?");
-		else if (!strcmp(detail, "mode"))
-			printf("mode %s: %04o -> %04o\n", label ? label : "?", (unsigned) (hs.st_mode & 07777),
-			       (unsigned) (ms.st_mode & 07777));
-		else
-			printf("%s %s: %s\n", kind, label ? label : "?", detail);
-		free(label);
-		if (h >= 0)
-			close(h);
-		if (m >= 0)
-			close(m);
-	}
 	fflush(stdout);
-	nsbox_changes_free(c);
-	return 0;
+	unsigned flags = escape || isatty(STDOUT_FILENO) ? NSBOX_DIFF_ESCAPE : 0;
+	return nsbox_session_diff(name, flags, STDOUT_FILENO, &e) < 0 ? fail(e) : 0;
 }
 
-static int list(void)
+static int list(bool all)
 {
 	nsbox_error *e = NULL;
 	char **names = NULL;
 	size_t n = 0;
-	if (nsbox_session_list(&names, &n, &e) < 0)
+	if (nsbox_session_list_with(all ? NSBOX_SESSION_LIST_ALL : 0, &names, &n, &e) < 0)
 		return fail(e);
 	for (size_t i = 0; i < n; i++) {
 		char *ws = NULL, *up = NULL;
@@ -223,16 +141,49 @@ static int list(void)
 	return 0;
 }
 
+/* Apply, then say what was left out (on stderr: stdout stays empty). */
+static int apply(const char *name, const char *const *paths, size_t n_paths, const char *policy, unsigned flags)
+{
+	nsbox_config *cfg = policy_config(policy);
+	if (!cfg)
+		return EXIT_SETUP;
+	nsbox_apply_options o = { .version = NSBOX_APPLY_OPTIONS_VERSION, .flags = flags, .config = cfg,
+	                          .paths = paths, .n_paths = n_paths };
+	nsbox_changes *left = NULL;
+	nsbox_error *e = NULL;
+	int r = nsbox_session_apply_with(name, &o, &left, &e);
+	nsbox_config_free(cfg);
+	if (r < 0)
+		return fail(e);
+	for (size_t i = 0; i < nsbox_changes_count(left); i++) {
+		const char *path, *why = nsbox_changes_why(left, i);
+		(void) nsbox_changes_get(left, i, &path, NULL, NULL, NULL);
+		char *p = nsbox_escape(path);
+		fprintf(stderr, "nsbox: left out '%s': it %s\n", p ? p : "?", why ? why : "was refused");
+		free(p);
+	}
+	if (nsbox_changes_count(left))
+		fprintf(stderr, "nsbox: applied session '%s' except %zu change%s left out%s\n", name,
+		        nsbox_changes_count(left), nsbox_changes_count(left) == 1 ? "" : "s",
+		        r == 1 ? "; the session is removed" : "");
+	nsbox_changes_free(left);
+	return 0;
+}
+
 int cmd_session(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "skip-denied", no_argument, NULL, 's' },
+		{ "keep", no_argument, NULL, 'k' },
+		{ "escape", no_argument, NULL, 'e' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool json = false, force = false;
+	bool json = false, force = false, skip = false, keep = false, escape = false, all = false;
 	const char *policy = NULL;
 	int c;
 	optind = 0;   /* a fresh scan, whatever parsed before */
@@ -243,6 +194,10 @@ int cmd_session(int argc, char **argv)
 		switch (c) {
 		case 'j': json = true; break;
 		case 'f': force = true; break;
+		case 's': skip = true; break;
+		case 'k': keep = true; break;
+		case 'e': escape = true; break;
+		case 'a': all = true; break;
 		case 'p': policy = optarg; break;
 		case 'h': fputs(session_usage, stdout); return 0;
 		default:
@@ -257,24 +212,22 @@ int cmd_session(int argc, char **argv)
 	int n = argc - optind;
 	const char *sub = n > 0 ? rest[0] : "";
 	nsbox_error *e = NULL;
+	if (force && skip) {
+		fprintf(stderr, "nsbox: session: --force and --skip-denied ask opposite things; give one\n");
+		return EXIT_SETUP;
+	}
 	if (n == 1 && !strcmp(sub, "ls"))
-		return list();
+		return list(all);
 	if (n == 2 && !strcmp(sub, "changes"))
 		return changes(rest[1], json, policy);
 	if (n == 2 && !strcmp(sub, "diff"))
-		return diff(rest[1]);
+		return diff(rest[1], escape);
 	if (n == 2 && !strcmp(sub, "discard"))
 		return nsbox_session_discard(rest[1], &e) < 0 ? fail(e) : 0;
-	if (n >= 2 && !strcmp(sub, "apply")) {
-		nsbox_config *cfg = policy_config(policy);
-		int rc = 0;
-		if (!cfg)
-			rc = EXIT_SETUP;
-		else if (nsbox_session_apply(rest[1], cfg, (const char *const *) rest + 2, (size_t) (n - 2), force, &e) < 0)
-			rc = fail(e);
-		nsbox_config_free(cfg);
-		return rc;
-	}
+	if (n >= 2 && !strcmp(sub, "apply"))
+		return apply(rest[1], (const char *const *) rest + 2, (size_t) (n - 2), policy,
+		             (force ? NSBOX_APPLY_FORCE : 0) | (skip ? NSBOX_APPLY_SKIP_DENIED : 0) |
+		             (keep ? NSBOX_APPLY_KEEP : 0));
 	fputs(session_usage, stderr);
 	return EXIT_SETUP;
 }

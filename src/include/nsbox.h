@@ -672,7 +672,9 @@ int nsbox_image_remove(const char *name, nsbox_error **err);
 /* ---- workspace sessions ------------------------------------------------- */
 
 /* The kept changes of a workspace run with a session name (see nsbox(1),
- * `nsbox session`). `cfg` supplies workspace.deny_changes (NULL: none). */
+ * `nsbox session`). `cfg` supplies workspace.deny_changes and workspace.git
+ * (NULL: no denials, git: apply). nsbox_session_list: the caller's sessions,
+ * as nsbox_session_list_with(0, ...) below. */
 typedef struct nsbox_changes nsbox_changes;
 int nsbox_session_list(char ***names, size_t *count, nsbox_error **err);
 int nsbox_session_changes(const char *name, const nsbox_config *cfg, nsbox_changes **out,
@@ -708,10 +710,78 @@ int nsbox_session_paths(const char *name, char **workspace, char **upper, nsbox_
  * since the session started, world-writable modes, symlinks that are
  * absolute or climb out of the workspace, and fifos, sockets and devices
  * (with `force` those are left out); always refuses a path reached through
- * a symlink on the host and a tree the scan could not read to the end. */
+ * a symlink on the host and a tree the scan could not read to the end.
+ * Keeps the session; nsbox_session_apply_with() below has every option. */
 int nsbox_session_apply(const char *name, const nsbox_config *cfg, const char *const *paths,
                         size_t n_paths, bool force, nsbox_error **err);
 int nsbox_session_discard(const char *name, nsbox_error **err);
+
+/* ---- workspace review: the diff, times, rules, apply's options --------- */
+
+/* Write the session's changes to `fd` as one patch in git's format (what
+ * `nsbox session diff` and Python's Session.diff() print): `patch -p1` (GNU
+ * patch 2.7 or later) or `git apply` in the workspace reproduces the
+ * session's files byte for byte, with their permission bits, new, deleted
+ * and empty files, symlinks and files without a final newline. Binary
+ * files and files over 64 MiB are named, not dumped; directories, fifos,
+ * sockets and devices are said on "# nsbox: ..." lines, which patch skips.
+ * Names are quoted as git quotes them (control characters and bytes >= 0x80
+ * as octal escapes), so they can neither drive a terminal nor break a line.
+ * With NSBOX_DIFF_ESCAPE, control characters in the content are written as
+ * \xNN too: for a terminal, the patch then no longer applies byte for byte.
+ * The caller keeps `fd`. Thread-safe. */
+#define NSBOX_DIFF_ESCAPE (1u << 0)
+int nsbox_session_diff(const char *name, unsigned flags, int fd, nsbox_error **err);
+
+/* Change i's modification and access times in the session (what apply
+ * gives the host's copy, to the nanosecond); zeros for a deletion. */
+int nsbox_changes_get_times(const nsbox_changes *c, size_t i, int64_t *mtime_sec, long *mtime_nsec,
+                            int64_t *atime_sec, long *atime_nsec);
+/* The rule that decides change i: "apply" (nothing stops it), "denied"
+ * (workspace.deny_changes: refused unless forced or skipped), "git" (git's
+ * own housekeeping under a .git directory, applied by workspace.git: apply),
+ * "dropped" (housekeeping left out: lock files always, all of it with
+ * workspace.git: drop). NULL when i is out of range. */
+const char *nsbox_changes_rule(const nsbox_changes *c, size_t i);
+/* In the list of what apply left out: why change i was (a phrase after the
+ * path, e.g. "is world-writable"); NULL elsewhere. */
+const char *nsbox_changes_why(const nsbox_changes *c, size_t i);
+
+#define NSBOX_APPLY_OPTIONS_VERSION 1
+/* Apply what is refused too (denied changes, files changed on the host
+ * since the session started, world-writable modes, symlinks out); fifos,
+ * sockets and devices are left out. */
+#define NSBOX_APPLY_FORCE       (1u << 0)
+/* Leave what is refused out and apply the rest (what was left: *left). */
+#define NSBOX_APPLY_SKIP_DENIED (1u << 1)
+/* Keep the session after a successful apply (by default it is removed). */
+#define NSBOX_APPLY_KEEP        (1u << 2)
+
+typedef struct nsbox_apply_options {
+	uint32_t version;             /* NSBOX_APPLY_OPTIONS_VERSION */
+	uint32_t flags;               /* NSBOX_APPLY_* */
+	const nsbox_config *config;   /* workspace.deny_changes and .git; NULL: none, git: apply */
+	const char *const *paths;     /* n_paths paths: only changes at or below them */
+	size_t n_paths;
+} nsbox_apply_options;
+
+/* Apply a session as nsbox_session_apply() does, with the options above,
+ * keeping every file's and directory's modification and access times. When
+ * `left` is not NULL, *left lists what this apply left out (changes that
+ * were refused and skipped, git housekeeping dropped; empty when none); the
+ * caller frees it with nsbox_changes_free(). After a successful apply of the
+ * whole session (no paths) the session is removed, unless NSBOX_APPLY_KEEP
+ * (what was skipped goes with it: keep the session to review it again); an
+ * apply of some paths keeps it, the rest being still to review. Returns 1
+ * when the session was removed, 0 when it was kept. */
+int nsbox_session_apply_with(const char *name, const nsbox_apply_options *o, nsbox_changes **left,
+                             nsbox_error **err);
+
+/* The sessions of the caller: for root, those made by the same login
+ * (the audit login uid, which sudo keeps), unless NSBOX_SESSION_LIST_ALL
+ * (nsbox_session_list() is this with flags 0). */
+#define NSBOX_SESSION_LIST_ALL (1u << 0)
+int nsbox_session_list_with(unsigned flags, char ***names, size_t *count, nsbox_error **err);
 
 /* ---- host check --------------------------------------------------------- */
 

@@ -130,6 +130,94 @@ START_TEST(test_glob)
 }
 END_TEST
 
+/* workspace.git's rule as a table: {path, kind, detail, mode, apply, drop}. */
+START_TEST(test_git_rule)
+{
+	static const struct {
+		const char *path, *kind, *detail;
+		mode_t mode;
+		const char *apply, *drop;
+	} rows[] = {
+		{ ".git/index", "modified", "content", S_IFREG | 0644, "git", "dropped" },
+		{ "sub/repo/.git/index", "modified", "content", S_IFREG | 0644, "git", "dropped" },
+		{ ".git/HEAD", "modified", "content", S_IFREG | 0644, "git", "dropped" },
+		{ ".git/ORIG_HEAD", "added", "file", S_IFREG | 0644, "git", "dropped" },
+		{ ".git/COMMIT_EDITMSG", "modified", "content", S_IFREG | 0644, "git", "dropped" },
+		{ ".git/refs/heads/main", "modified", "content", S_IFREG | 0644, "git", "dropped" },
+		{ ".git/refs/heads/topic", "deleted", "file", 0, "git", "dropped" },
+		{ ".git/refs/heads/a/b", "added", "directory", S_IFDIR | 0755, "git", "dropped" },
+		{ ".git/logs/HEAD", "modified", "content", S_IFREG | 0644, "git", "dropped" },
+		{ ".git/objects/ab", "added", "directory", S_IFDIR | 0755, "git", "dropped" },
+		{ ".git/objects/ab/cdef0123", "added", "file", S_IFREG | 0444, "git", "dropped" },
+		{ ".git/objects/pack/pack-1.pack", "deleted", "file", 0, "git", "dropped" },
+		{ ".git/packed-refs", "added", "file", S_IFREG | 0644, "git", "dropped" },
+		{ ".git/index.lock", "added", "file", S_IFREG | 0644, "dropped", "dropped" },
+		{ ".git/refs/heads/main.lock", "added", "file", S_IFREG | 0644, "dropped", "dropped" },
+		/* What can make the host run code: no rule (deny_changes decides). */
+		{ ".git/config", "modified", "content", S_IFREG | 0644, NULL, NULL },
+		{ ".git/hooks/pre-commit", "added", "file", S_IFREG | 0755, NULL, NULL },
+		{ ".git/hooks", "added", "directory", S_IFDIR | 0755, NULL, NULL },
+		{ ".git/info/attributes", "added", "file", S_IFREG | 0644, NULL, NULL },
+		{ ".git/modules/lib/config", "modified", "content", S_IFREG | 0644, NULL, NULL },
+		{ ".git/modules/lib/index", "modified", "content", S_IFREG | 0644, NULL, NULL },
+		{ ".git/objects/info/alternates", "added", "file", S_IFREG | 0644, NULL, NULL },
+		{ ".git/rebase-merge/git-rebase-todo", "added", "file", S_IFREG | 0644, NULL, NULL },
+		{ ".git/worktrees/w/gitdir", "added", "file", S_IFREG | 0644, NULL, NULL },
+		{ ".git/config.worktree", "added", "file", S_IFREG | 0644, NULL, NULL },
+		{ ".git", "type_changed", "symlink", S_IFLNK | 0777, NULL, NULL },
+		{ ".git", "modified", "mode", S_IFDIR | 0777, NULL, NULL },
+		{ ".git/index", "type_changed", "symlink", S_IFLNK | 0777, NULL, NULL },
+		{ ".git/refs/heads/main", "added", "symlink", S_IFLNK | 0777, NULL, NULL },
+		{ ".gitignore", "modified", "content", S_IFREG | 0644, NULL, NULL },
+		{ "src/.github/index", "added", "file", S_IFREG | 0644, NULL, NULL },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		for (int m = 0; m < 3; m++) {
+			const char *got = ws_git_rule(m, rows[i].path, rows[i].kind, rows[i].detail, rows[i].mode);
+			const char *want = m == WS_GIT_APPLY ? rows[i].apply : m == WS_GIT_DROP ? rows[i].drop : NULL;
+			ck_assert_msg(want ? got && !strcmp(got, want) : !got, "%s (%s %s), mode %d: got %s, want %s",
+			              rows[i].path, rows[i].kind, rows[i].detail, m, got ? got : "none", want ? want : "none");
+		}
+	}
+}
+END_TEST
+
+/* A scan with the rules: the default deny list and workspace.git, the
+ * session's times. */
+START_TEST(test_scan_rules_times)
+{
+	sh(lower, "mkdir -p .git/refs/heads && echo a >.git/index && echo c >.git/config && echo r >.git/refs/heads/main");
+	sh(upper, "mkdir -p .git/refs/heads .git/hooks && echo b >.git/index && echo evil >.git/config && "
+	          "echo s >.git/refs/heads/main && : >.git/index.lock && echo h >.git/hooks/post-checkout && "
+	          "echo n >new && TZ=UTC touch -d '2001-01-01 00:00:00.123456789' new");
+	strv deny = { 0 };
+	ck_assert_int_eq(strv_push(&deny, "**/.git"), 0);
+	ck_assert_int_eq(strv_push(&deny, "**/.git/**"), 0);
+	ws_rules rules = { .deny = &deny, .git = WS_GIT_APPLY };
+	ws_change *v = NULL;
+	size_t n = 0;
+	ck_assert_int_eq(ws_scan_rules(upper, lower, &rules, &v, &n, NULL), 0);
+	const ws_change *c;
+	ck_assert((c = find(v, n, ".git/index")) && !c->denied && !strcmp(c->rule, "git"));
+	ck_assert((c = find(v, n, ".git/refs/heads/main")) && !c->denied && !strcmp(c->rule, "git"));
+	ck_assert((c = find(v, n, ".git/config")) && c->denied && !strcmp(c->rule, "denied"));
+	ck_assert((c = find(v, n, ".git/hooks/post-checkout")) && c->denied);
+	ck_assert((c = find(v, n, ".git/index.lock")) && !c->denied && !strcmp(c->rule, "dropped"));
+	ck_assert((c = find(v, n, "new")) && !strcmp(c->rule, "apply"));
+	ck_assert_int_eq(c->mtime.tv_sec, 978307200);
+	ck_assert_int_eq(c->mtime.tv_nsec, 123456789);
+	char iso[64];
+	ws_time_iso(iso, &c->mtime);
+	ck_assert_str_eq(iso, "2001-01-01T00:00:00.123456789Z");
+	ws_changes_free(v, n);
+	rules.git = WS_GIT_DENY;
+	ck_assert_int_eq(ws_scan_rules(upper, lower, &rules, &v, &n, NULL), 0);
+	ck_assert((c = find(v, n, ".git/index")) && c->denied && !strcmp(c->rule, "denied"));
+	ws_changes_free(v, n);
+	strv_clear(&deny);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("changes");
@@ -139,5 +227,7 @@ int main(void)
 	tcase_add_test(tc, test_deep_tree);
 	tcase_add_test(tc, test_escape);
 	tcase_add_test(tc, test_glob);
+	tcase_add_test(tc, test_git_rule);
+	tcase_add_test(tc, test_scan_rules_times);
 	return unit_run("changes", tc);
 }

@@ -119,11 +119,11 @@ START_TEST(test_model)
 	ck_assert_int_eq(p->deny[2].action, SC_LOG);
 	ck_assert_int_eq(p->deny[3].errnum, EROFS);
 	sc_profile_free(p);
-	/* Without a name, the origin names it; the default is ENOSYS. */
+	/* Without a name, the origin names it; the default is EPERM. */
 	ck_assert_int_eq(sc_profile_parse("allow: []\n", 10, "/etc/x.yaml", &p, &e), 0);
 	ck_assert_str_eq(p->name, "/etc/x.yaml");
 	ck_assert_int_eq(p->default_action, SC_ERRNO);
-	ck_assert_int_eq(p->default_errno, ENOSYS);
+	ck_assert_int_eq(p->default_errno, EPERM);
 	sc_profile_free(p);
 	sc_profile_free(NULL);
 }

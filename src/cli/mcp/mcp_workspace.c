@@ -165,6 +165,8 @@ int mcp_workspace_call(const mcp_server *s, const char *name, json_t *args, mcp_
 	argv[n++] = kind == MCP_CHANGES ? "changes" : kind == MCP_DIFF ? "diff" : kind == MCP_APPLY ? "apply" : "discard";
 	if (kind == MCP_CHANGES)
 		argv[n++] = "--json";
+	if (kind == MCP_DIFF)
+		argv[n++] = "--escape";   /* for a model to read, as for a terminal */
 	if (s->policy && (kind == MCP_CHANGES || kind == MCP_APPLY)) {
 		argv[n++] = "--policy";
 		argv[n++] = (char *) s->policy;

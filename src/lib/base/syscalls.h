@@ -67,6 +67,23 @@ static inline int sys_mount_setattr(int dirfd, const char *path, unsigned flags,
 	return (int) syscall(__NR_mount_setattr, dirfd, path, flags, attr, sizeof(*attr));
 }
 
+/* The filesystem-context calls (Linux 5.2, like open_tree and move_mount):
+ * a new mount as an fd, attached where the caller says. */
+static inline int sys_fsopen(const char *fstype, unsigned flags)
+{
+	return (int) syscall(__NR_fsopen, fstype, flags);
+}
+
+static inline int sys_fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux)
+{
+	return (int) syscall(__NR_fsconfig, fd, cmd, key, value, aux);
+}
+
+static inline int sys_fsmount(int fd, unsigned flags, unsigned attr_flags)
+{
+	return (int) syscall(__NR_fsmount, fd, flags, attr_flags);
+}
+
 static inline int sys_pidfd_send_signal(int pidfd, int sig)
 {
 	return (int) syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0);

@@ -203,7 +203,7 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 		fail(a, idx >= 0 ? STEP_MOUNT_OP : STEP_ROOT, idx, root);
 	trace_mark(p->trace, TR_C_ROOT);
 	mounts_set_workspace_fd(ws_fd);
-	r = mounts_apply(p, root, &idx);
+	r = mounts_apply(p, &root, &idx);
 	if (r < 0)
 		fail(a, STEP_MOUNT_OP, idx, r);
 	trace_mark(p->trace, TR_C_MOUNTS);

@@ -76,6 +76,8 @@ struct nsbox_config {
 	strv command;
 	char *workspace;      /* host directory for /workspace, or NULL */
 	char *session;        /* keep the workspace changes under this name */
+	char *workspace_target;   /* where it is mounted inside; NULL: /workspace */
+	int workspace_git;    /* WS_GIT_APPLY, WS_GIT_DROP, WS_GIT_DENY (workspace.h) */
 	enum { WS_OVERLAY = 0, WS_RO, WS_RW } workspace_mode;
 	uint64_t workspace_max_size;   /* bytes the overlay's upper layer may use */
 	uint64_t files_max_size;       /* the files API's bound on one file (files.max_size) */
@@ -101,6 +103,7 @@ extern const char *const config_net_modes[3];
 extern const char *const config_net_helpers[3];
 extern const char *const config_ws_modes[3];
 extern const char *const config_fallbacks[3];
+extern const char *const config_ws_git[3];
 
 #define NSBOX_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

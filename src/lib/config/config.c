@@ -45,8 +45,11 @@ int nsbox_config_new(nsbox_config **out, nsbox_error **err)
 	c->timeout_ms = 60000;
 	c->tmpfs = 100ull << 20;
 	c->output = 10ull << 10;
-	c->nofile = 1024;
-	c->fsize = 1ull << 30;
+	/* No quiet limits that change how software behaves: open files as
+	 * the caller has them (its soft and hard limits), no file size limit
+	 * unless one is asked for. */
+	c->nofile = 0;
+	c->fsize = 0;
 	c->workspace_max_size = 1ull << 30;
 	c->workspace_max_files = 500000;
 	c->files_max_size = 256ull << 20;
@@ -103,6 +106,7 @@ void nsbox_config_free(nsbox_config *c)
 	free(c->cgroup_parent);
 	free(c->workspace);
 	free(c->session);
+	free(c->workspace_target);
 	strv_clear(&c->allow);
 	free_mounts(c);
 	strv_clear(&c->forbidden);
@@ -134,7 +138,7 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 		return -ENOMEM;
 	*c = *s;
 	c->image = c->rootfs = c->hostname = c->workdir = c->seccomp = c->cgroup_parent = NULL;
-	c->workspace = c->session = c->build.overlay = c->build.overlay_dir = NULL;
+	c->workspace = c->session = c->build.overlay = c->build.overlay_dir = c->workspace_target = NULL;
 	c->allow = c->forbidden = c->allowed_roots = c->deny_changes = (strv){ 0 };
 	c->env_set = c->env_pass = c->command = (strv){ 0 };
 	c->mounts = NULL;
@@ -152,6 +156,7 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 	r = r ?: dup_str(&c->session, s->session);
 	r = r ?: dup_str(&c->build.overlay, s->build.overlay);
 	r = r ?: dup_str(&c->build.overlay_dir, s->build.overlay_dir);
+	r = r ?: dup_str(&c->workspace_target, s->workspace_target);
 	r = r ?: strv_copy(&c->allow, &s->allow);
 	r = r ?: strv_copy(&c->forbidden, &s->forbidden);
 	r = r ?: strv_copy(&c->allowed_roots, &s->allowed_roots);
@@ -341,6 +346,28 @@ static int add_volume(nsbox_config *cfg, const char *v, const char *origin, nsbo
 	return config_add_mount(cfg, s, c + 1, ro, NULL, origin, err);
 }
 
+/* workspace.path: "DIR", or "DIR:PATH" with PATH the mount point inside
+ * (the last ':' followed by '/' splits; a directory whose own name has
+ * ":/" in it is given with workspace.target instead). */
+static int set_workspace(nsbox_config *cfg, const char *v, const char *origin, nsbox_error **err)
+{
+	if (!*v)
+		return -EINVAL;
+	const char *colon = strrchr(v, ':');
+	if (!colon || colon[1] != '/')
+		return dup_str(&cfg->workspace, v);
+	if (colon == v)
+		return nsbox_err_invalid(err, "config", "%s: '%s' has no directory before ':'", origin, v);
+	int r = check_target(colon + 1, origin, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *dir = strndup(v, (size_t) (colon - v));
+	if (!dir)
+		return -ENOMEM;
+	r = dup_str(&cfg->workspace_target, colon + 1);
+	return r < 0 ? r : dup_str(&cfg->workspace, dir);
+}
+
 static int set_env(nsbox_config *cfg, const char *v, const char *origin, nsbox_error **err)
 {
 	const char *eq = strchr(v, '=');
@@ -381,6 +408,7 @@ const char *const config_net_modes[3] = { "none", "user", "host" };
 const char *const config_net_helpers[3] = { "auto", "pasta", "slirp4netns" };
 const char *const config_ws_modes[3] = { "overlay", "ro", "rw" };
 const char *const config_fallbacks[3] = { "warn", "rlimit", "refuse" };
+const char *const config_ws_git[3] = { "apply", "drop", "deny" };
 
 /* The index of v among the three names, or -EINVAL. */
 static int parse_choice(const char *v, const char *const names[3])
@@ -400,6 +428,7 @@ enum key_id {
 	K_NOFILE, K_FSIZE, K_REQUIRE_CGROUP, K_FALLBACK, K_CGROUP_PARENT, K_SECCOMP_LOG,
 	K_WS_PATH, K_WS_MODE, K_WS_SESSION, K_WS_MAX_SIZE, K_WS_MAX_FILES, K_NET_LOOPBACK, K_NET_HELPER,
 	K_FILES_MAX_SIZE,
+	K_WS_TARGET, K_WS_GIT,
 };
 
 static const struct key_def {
@@ -418,8 +447,8 @@ static const struct key_def {
 	{ "limits.timeout", K_TIMEOUT, false, "a duration such as 30, 30s, 2m or 500ms (0: none)" },
 	{ "limits.tmpfs", K_TMPFS, false, "a size of at least 4k such as 100m" },
 	{ "limits.output", K_OUTPUT, false, "a size such as 10k (0: unlimited)" },
-	{ "limits.nofile", K_NOFILE, false, "a number of open files from 16 to 1048576" },
-	{ "limits.fsize", K_FSIZE, false, "a file size such as 1g (0: unlimited)" },
+	{ "limits.nofile", K_NOFILE, false, "a number of open files from 16 to 1048576, or host (the caller's limits)" },
+	{ "limits.fsize", K_FSIZE, false, "a file size such as 1g, or unlimited (0)" },
 	{ "limits.fallback", K_FALLBACK, false, "one of warn, rlimit, refuse" },
 	{ "limits.require_cgroup", K_REQUIRE_CGROUP, false, "true or false" },
 	{ "limits.cgroup_parent", K_CGROUP_PARENT, false, "an absolute cgroup v2 directory" },
@@ -433,7 +462,9 @@ static const struct key_def {
 	{ "filesystem.forbidden", K_FORBIDDEN, true, "an absolute path or one starting with ~/" },
 	{ "filesystem.allowed_roots", K_ALLOWED_ROOTS, true, "an absolute path or one starting with ~/" },
 	{ "workspace.deny_changes", K_DENY_CHANGES, true, "a non-empty glob" },
-	{ "workspace.path", K_WS_PATH, false, "a directory" },
+	{ "workspace.path", K_WS_PATH, false, "a directory, or DIR:PATH with PATH where it is mounted inside" },
+	{ "workspace.target", K_WS_TARGET, false, "an absolute path inside, not '/' nor below /proc, /dev or /sys" },
+	{ "workspace.git", K_WS_GIT, false, "one of apply, drop, deny" },
 	{ "workspace.mode", K_WS_MODE, false, "one of overlay, ro, rw" },
 	{ "workspace.session", K_WS_SESSION, false, "a session name (letters, digits, '.', '_', '-')" },
 	{ "workspace.max_size", K_WS_MAX_SIZE, false, "a size such as 1g (at least 1m)" },
@@ -523,13 +554,26 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 			v = "0";
 		return parse_size(v, &c->output) < 0 ? -EINVAL : 0;
 	case K_NOFILE:
+		if (!strcmp(v, "host")) {
+			c->nofile = 0;
+			return 0;
+		}
 		return parse_uint(v, 16, 1048576, &c->nofile) < 0 ? -EINVAL : 0;
 	case K_FSIZE:
 		if (!strcmp(v, "unlimited"))
 			v = "0";
 		return parse_size(v, &c->fsize) < 0 ? -EINVAL : 0;
 	case K_WS_PATH:
-		return *v ? dup_str(&c->workspace, v) : -EINVAL;
+		return set_workspace(c, v, origin, err);
+	case K_WS_TARGET:
+		if (check_target(v, origin, err) < 0)
+			return -EINVAL;
+		return dup_str(&c->workspace_target, v);
+	case K_WS_GIT:
+		if ((i = parse_choice(v, config_ws_git)) < 0)
+			return i;
+		c->workspace_git = i;
+		return 0;
 	case K_WS_MODE:
 		if ((i = parse_choice(v, config_ws_modes)) < 0)
 			return i;

@@ -56,9 +56,14 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	buf_printf(&b, "  tmpfs: %s\n", tmp);
 	format_size(c->output, tmp, sizeof(tmp));
 	buf_printf(&b, "  output: %s\n", tmp);
-	buf_printf(&b, "  nofile: %llu\n", (unsigned long long) c->nofile);
+	/* Every limit by name, its default too: "host" is the caller's own
+	 * open-file limits, inherited. */
+	if (c->nofile)
+		buf_printf(&b, "  nofile: %llu\n", (unsigned long long) c->nofile);
+	else
+		buf_puts(&b, "  nofile: host\n");
 	format_size(c->fsize, tmp, sizeof(tmp));
-	buf_printf(&b, "  fsize: %s\n", tmp);
+	buf_printf(&b, "  fsize: %s\n", c->fsize ? tmp : "unlimited");
 	buf_printf(&b, "  fallback: %s\n", config_fallbacks[c->fallback]);
 	if (c->cgroup_parent)
 		kv(&b, "  ", "cgroup_parent", c->cgroup_parent);
@@ -82,11 +87,14 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 	buf_puts(&b, "workspace:\n");
 	list(&b, "  ", "deny_changes", &c->deny_changes);
 	buf_printf(&b, "  mode: %s\n", config_ws_modes[c->workspace_mode]);
+	buf_printf(&b, "  git: %s\n", config_ws_git[c->workspace_git]);
 	format_size(c->workspace_max_size, tmp, sizeof(tmp));
 	buf_printf(&b, "  max_size: %s\n", tmp);
 	buf_printf(&b, "  max_files: %llu\n", (unsigned long long) c->workspace_max_files);
 	if (c->workspace)
 		kv(&b, "  ", "path", c->workspace);
+	if (c->workspace_target)
+		kv(&b, "  ", "target", c->workspace_target);
 	if (c->session)
 		kv(&b, "  ", "session", c->session);
 	format_size(c->files_max_size, tmp, sizeof(tmp));

@@ -15,13 +15,19 @@
 static const char cgroup_remedy[] =
 	"run as root, or delegate a cgroup v2 subtree to this user (systemd: Delegate=yes) and pass it with --cgroup-parent";
 
-static void add_rlimit(nsbox_plan *p, int resource, uint64_t value)
+static void add_rlimit_soft(nsbox_plan *p, int resource, uint64_t value, bool soft)
 {
 	if (p->n_rlimits < sizeof(p->rlimits) / sizeof(p->rlimits[0])) {
 		p->rlimits[p->n_rlimits].resource = resource;
 		p->rlimits[p->n_rlimits].value = value;
+		p->rlimits[p->n_rlimits].soft = soft;
 		p->n_rlimits++;
 	}
+}
+
+static void add_rlimit(nsbox_plan *p, int resource, uint64_t value)
+{
+	add_rlimit_soft(p, resource, value, false);
 }
 
 int limits_pick_cpus(const cpu_set_t *allowed, int here, int want, cpu_set_t *out)
@@ -68,11 +74,13 @@ static int plan_rlimit_mode(nsbox_plan *p, const nsbox_config *cfg, nsbox_error 
 	add_rlimit(p, RLIMIT_DATA, cfg->memory);
 	add_rlimit(p, RLIMIT_NPROC, cfg->pids);
 	if (cfg->timeout_ms) {
-		/* A backstop only: the supervisor's timer ends the run first. */
+		/* A backstop only: the supervisor's timer ends the run first. So
+		 * the soft limit alone: a program may still raise its own CPU
+		 * limit, as on the host (CPython's test_resource does). */
 		double cores = cfg->cpus < 1 ? 1 : cfg->cpus;
 		double s = (double) cfg->timeout_ms / 1000.0 * cores;
 		uint64_t whole = (uint64_t) s;
-		add_rlimit(p, RLIMIT_CPU, whole + ((double) whole < s) + 1);   /* ceil, + 1 */
+		add_rlimit_soft(p, RLIMIT_CPU, whole + ((double) whole < s) + 1, true);   /* ceil, + 1 */
 	}
 	p->enforced_by = "rlimit";
 	char cpu[64] = "all CPUs";
@@ -92,8 +100,13 @@ int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 {
 	p->limits = (cg_limits){ .memory = cfg->memory, .cpus = cfg->cpus, .pids = cfg->pids };
 	cgroup_probe(cfg->cgroup_parent, &p->cg_host);
+	/* Open files: what was asked, else the caller's own limits, which the
+	 * payload inherits (limits.nofile: host). */
+	struct rlimit nofile = { 0, 0 };
 	if (cfg->nofile)
 		add_rlimit(p, RLIMIT_NOFILE, cfg->nofile);
+	else
+		(void) getrlimit(RLIMIT_NOFILE, &nofile);
 	/* A workspace overlay: no one file may pass workspace.max_size, a hard
 	 * bound on the fastest fill (one big write or fallocate); the total is
 	 * watched by the supervisor. */
@@ -103,6 +116,11 @@ int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 		fsize = cfg->workspace_max_size;
 	if (fsize)
 		add_rlimit(p, RLIMIT_FSIZE, fsize);
+	/* The record names the limits that apply, as they apply. */
+	if (p->cfg) {
+		p->cfg->nofile = cfg->nofile ? cfg->nofile : nofile.rlim_cur == RLIM_INFINITY ? 0 : nofile.rlim_cur;
+		p->cfg->fsize = fsize;
+	}
 	if (p->cg_host.driver == CG_V2) {
 		p->enforced_by = "cgroup-v2";
 		return 0;
@@ -121,6 +139,11 @@ int limits_apply(const nsbox_plan *p, enum step *failed)
 {
 	for (size_t i = 0; i < p->n_rlimits; i++) {
 		struct rlimit rl = { p->rlimits[i].value, p->rlimits[i].value };
+		if (p->rlimits[i].soft && getrlimit((__rlimit_resource_t) p->rlimits[i].resource, &rl) == 0 &&
+		    (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= p->rlimits[i].value))
+			rl.rlim_cur = p->rlimits[i].value;
+		else
+			rl = (struct rlimit){ p->rlimits[i].value, p->rlimits[i].value };
 		if (setrlimit((__rlimit_resource_t) p->rlimits[i].resource, &rl) < 0) {
 			*failed = STEP_RLIMITS;
 			return -errno;

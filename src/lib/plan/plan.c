@@ -173,7 +173,7 @@ static int plan_proc(nsbox_plan *p, nsbox_error **err)
 	static const char *mask_dirs[] = { "proc/acpi", "proc/asound", "proc/scsi", "proc/driver" };
 	static const char *ro_dirs[] = { "proc/sys", "proc/irq", "proc/bus", "proc/fs" };
 	int r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "proc", .fstype = "proc",
-	                              .flags = OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
+	                              .flags = OPF_NOSUID | OPF_NODEV | OPF_NOEXEC | OPF_MKPOINT,
 	                              .desc = fmt("mount proc on '/proc'") }, err);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(mask_files); i++)
 		r = add_op(p, (mount_op){ .kind = OP_MASK_FILE, .src_fd = -1, .target = mask_files[i],
@@ -217,7 +217,7 @@ static int plan_dev(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	snprintf(shm, sizeof(shm), "mode=1777,size=%llu", (unsigned long long) cfg->tmpfs);
 	int r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "dev", .fstype = "tmpfs",
 	                              .data = "mode=755,size=65536,nr_inodes=64",
-	                              .flags = OPF_NOSUID | OPF_NOEXEC,
+	                              .flags = OPF_NOSUID | OPF_NOEXEC | OPF_MKPOINT,
 	                              .desc = fmt("mount tmpfs on '/dev'") }, err);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(nodes); i++) {
 		char host[32], tgt[32];
@@ -255,8 +255,10 @@ static int plan_dev(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 	return r;
 }
 
-/* /workspace: the overlay (its lower layer, for root, idmapped and attached
- * by the child first), or a plain bind for ro and rw. */
+/* The workspace at its target (/workspace unless --workspace DIR:PATH):
+ * the overlay (its lower layer, for root, idmapped and attached by the
+ * child first), or a plain bind for ro and rw. A target the image lacks is
+ * made in the sandbox's own root (OPF_MKPOINT, mounts.c). */
 static int plan_workspace(nsbox_plan *p, nsbox_error **err)
 {
 	const ws_plan *w = &p->ws;
@@ -265,13 +267,14 @@ static int plan_workspace(nsbox_plan *p, nsbox_error **err)
 		return nsbox_err(err, errno, "workspace", "use workspace '%s'", w->lower);
 	if (w->mode == WS_OVERLAY)
 		return add_op(p, (mount_op){ .kind = OP_OVERLAY, .src_fd = fd, .src_path = w->lower,
-		                             .target = "workspace", .data = w->opts,
+		                             .target = w->target, .data = w->opts,
 		                             .flags = OPF_MKPOINT | OPF_NOSUID | OPF_NODEV,
-		                             .desc = fmt("mount the workspace overlay of '%s' on '/workspace'", w->lower) }, err);
-	return add_op(p, (mount_op){ .kind = OP_BIND, .src_fd = fd, .src_path = w->lower, .target = "workspace",
+		                             .desc = fmt("mount the workspace overlay of '%s' on '/%s'", w->lower,
+		                                         w->target) }, err);
+	return add_op(p, (mount_op){ .kind = OP_BIND, .src_fd = fd, .src_path = w->lower, .target = w->target,
 	                             .flags = OPF_RECURSIVE | OPF_NOSUID | OPF_NODEV | OPF_MKPOINT | OPF_WORKSPACE |
 	                                      (w->mode == WS_RO ? OPF_RDONLY : 0),
-	                             .desc = fmt("bind workspace '%s' on '/workspace'", w->lower) }, err);
+	                             .desc = fmt("bind workspace '%s' on '/%s'", w->lower, w->target) }, err);
 }
 
 /* --network user: names resolve through the helper's DNS forwarder. The
@@ -300,6 +303,37 @@ static int plan_resolv_conf(nsbox_plan *p, nsbox_error **err)
 	                             .data = conf, .len = sizeof(conf) - 1, .mode = 0644,
 	                             .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
 	                             .desc = fmt("bind the helper's resolver on '/etc/resolv.conf'") }, err);
+}
+
+/* /etc/hosts with the sandbox's own host name first, so that it resolves
+ * as a host's own name does (gethostbyname(gethostname()), which CPython's
+ * test_socket and many servers ask), over the image's file, whose lines
+ * follow. Only where the image has the file: making one would cost a
+ * mirror of /etc on every run. */
+static int plan_hosts(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+	                        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	_cleanup_close_ int fd = sys_openat2(p->rootfs_fd, "etc/hosts", &how);
+	struct stat st;
+	/* (The file is made on a 16 KiB scratch tmpfs: a larger hosts file
+	 * than that is left as it is.) */
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 12288 || !strcmp(cfg->hostname, "localhost"))
+		return 0;
+	_cleanup_free_ char *text = NULL;
+	int head = asprintf(&text, "127.0.1.1\t%s\n", cfg->hostname);
+	char *grown = head < 0 ? NULL : realloc(text, (size_t) head + (size_t) st.st_size + 1);
+	if (!grown)
+		return nsbox_err(err, ENOMEM, "plan", "plan /etc/hosts");
+	text = grown;
+	size_t len = (size_t) head;
+	for (ssize_t n; len < (size_t) head + (size_t) st.st_size; len += (size_t) n)
+		if ((n = read(fd, text + len, (size_t) head + (size_t) st.st_size - len)) <= 0)
+			break;
+	return add_op(p, (mount_op){ .kind = OP_BIND_DATA, .src_fd = -1, .target = "etc/hosts",
+	                             .data = text, .len = len, .mode = 0644,
+	                             .flags = OPF_RDONLY | OPF_NOSUID | OPF_NODEV | OPF_NOEXEC,
+	                             .desc = fmt("bind the sandbox's host name on '/etc/hosts'") }, err);
 }
 
 /* The payload's home (its passwd entry's), writable: tools keep caches and
@@ -347,11 +381,15 @@ static int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home,
 		return r;
 	char tmp[64];
 	snprintf(tmp, sizeof(tmp), "mode=1777,size=%llu", (unsigned long long) cfg->tmpfs);
+	/* (A missing mount point of these is made in the sandbox's root, as
+	 * for a volume: an image without /tmp still gets its tmpfs.) */
 	r = add_op(p, (mount_op){ .kind = OP_FS, .src_fd = -1, .target = "tmp", .fstype = "tmpfs",
-	                          .data = tmp, .flags = OPF_NOSUID | OPF_NODEV,
+	                          .data = tmp, .flags = OPF_NOSUID | OPF_NODEV | OPF_MKPOINT,
 	                          .desc = fmt("mount tmpfs on '/tmp'") }, err);
 	if (r == 0 && cfg->net == NET_USER)
 		r = plan_resolv_conf(p, err);
+	if (r == 0)
+		r = plan_hosts(p, cfg, err);
 	if (r == 0 && cfg->sysfs)
 		r = plan_sysfs(p, err);
 	/* Files handed in by the caller (run-code's program), after /tmp. */
@@ -550,7 +588,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 			r = nsbox_err(err, ENOMEM, "plan", "plan command");
 		p->argv = argv.v;
 		p->hostname = strdup(cfg->hostname);
-		p->workdir = strdup(cfg->workdir ? cfg->workdir : p->ws.active ? "/workspace" : "/");
+		p->workdir = cfg->workdir ? strdup(cfg->workdir) : p->ws.active ? fmt("/%s", p->ws.target) : strdup("/");
 		p->cap_last = caps_last();
 		p->keep_caps = cfg->uid == 0 ? cfg->build.caps : 0;
 		p->timeout_ms = cfg->timeout_ms;

@@ -123,7 +123,8 @@ typedef struct nsbox_plan {
 	cg_limits limits;
 	const char *enforced_by;    /* "cgroup-v2", "cgroup-v1" or "rlimit" */
 	char *warning;              /* for the caller to show, or NULL */
-	struct { int resource; uint64_t value; } rlimits[8];
+	/* soft: only the soft limit is set (the hard one is the caller's) */
+	struct { int resource; uint64_t value; bool soft; } rlimits[8];
 	size_t n_rlimits;
 	bool pin_cpus;              /* rlimit mode: pin the payload to cpu_mask */
 	cpu_set_t cpu_mask;
@@ -160,7 +161,9 @@ int mounts_open_sources(const nsbox_plan *p, int *failed_op); /* mounts.c */
 /* Build the new root and everything mounted in it; returns an fd of it.
  * `idmapped` is root's idmapped clone of the root filesystem, or -1. */
 int mounts_build_root(const nsbox_plan *p, int idmapped, int *failed_op);
-int mounts_apply(const nsbox_plan *p, int root_fd, int *failed_op);
+/* *root_fd may be replaced: a mount point missing at the top of a
+ * read-only root is made in a mirror of the root, which becomes the root. */
+int mounts_apply(const nsbox_plan *p, int *root_fd, int *failed_op);
 int mounts_pivot(int root_fd);
 /* Parent side (rootfs.c): root's root filesystem, idmapped into the user
  * namespace of sandbox `pid`, as a detached read-only tree; -errno when

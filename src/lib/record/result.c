@@ -44,6 +44,9 @@ static const char *step_hint(const nsbox_plan *p, const msg *m)
 		? &p->ops[m->index] : NULL;
 	if (m->err == EXDEV)
 		return "the path was replaced while the sandbox was set up; run again";
+	if (op && (op->flags & OPF_MKPOINT) && m->err == E2BIG)
+		return "the mount point is missing and the directory that would hold it has more than 4096 entries "
+		       "to mirror: create the mount point in the image, or mount below /tmp";
 	if (op && (op->flags & OPF_MKPOINT) && (m->err == EROFS || m->err == EACCES))
 		return "the mount point does not exist in the read-only image: create it there, or mount below /tmp";
 	if (m->step == STEP_ROOT && m->err == EACCES)
@@ -178,6 +181,15 @@ int result_from_sandbox(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err
 		                 "supervise the sandbox: pid 1 exited with status %d before reporting",
 		                 sb->init_status);
 	}
+	/* A limit the kernel enforces by a signal: name it. */
+	if (r->status == NSBOX_STATUS_SIGNALED && r->signal == SIGXFSZ && !r->error && r->cfg)
+		(void) nsbox_err(&r->error, EFBIG, "limits", "the payload passed the file size limit: %llu bytes (%s)",
+		                 (unsigned long long) r->cfg->fsize,
+		                 r->cfg->fsize == sb->plan->ws.max_bytes && sb->plan->ws.active ? "workspace.max_size"
+		                                                                                : "limits.fsize");
+	else if (r->status == NSBOX_STATUS_SIGNALED && r->signal == SIGXCPU && !r->error)
+		(void) nsbox_err(&r->error, ETIME, "limits",
+		                 "the payload used its CPU time (RLIMIT_CPU, the rlimit backstop of limits.timeout)");
 	/* Killed by the supervisor for the workspace's size (or found over it
 	 * at the end): say so where a reader looks for why. */
 	if (sb->ws_limit_hit && !r->error && sb->ws_limit && !strcmp(sb->ws_limit, "max_files"))

@@ -8,10 +8,27 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "sandbox/sandbox.h"
+#include "seccomp/seccomp_profile.h"
 
 static void bool_field(buf *b, const char *name, bool v)
 {
 	buf_printf(b, ",\"%s\":%s", name, v ? "true" : "false");
+}
+
+/* A JSON string of `len` bytes in base64 (RFC 4648, padded). */
+static void base64(buf *b, const char *data, size_t len)
+{
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = (const unsigned char *) data;
+	if (!p)
+		len = 0;
+	buf_puts(b, "\"");
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned) p[i] << 16 | (i + 1 < len ? (unsigned) p[i + 1] << 8 : 0) | (i + 2 < len ? p[i + 2] : 0);
+		char q[4] = { al[v >> 18 & 63], al[v >> 12 & 63], i + 1 < len ? al[v >> 6 & 63] : '=', i + 2 < len ? al[v & 63] : '=' };
+		buf_append(b, q, 4);
+	}
+	buf_puts(b, "\"");
 }
 
 static void streams(buf *b, const nsbox_result *r)
@@ -40,6 +57,15 @@ static void streams(buf *b, const nsbox_result *r)
 		char k[32];
 		snprintf(k, sizeof(k), "%s_invalid_utf8", names[i]);
 		bool_field(b, k, invalid[i]);
+	}
+	/* The text fields replace bytes that are not UTF-8; the captured bytes
+	 * themselves, losslessly, for a stream that has such bytes. */
+	for (int i = 0; i < 2; i++) {
+		buf_printf(b, ",\"%s_base64\":", names[i]);
+		if (invalid[i])
+			base64(b, r->out[i], r->out_len[i]);
+		else
+			buf_puts(b, "null");
 	}
 }
 
@@ -92,12 +118,15 @@ static void limits(buf *b, const nsbox_config *c, const char *enforced_by)
 		return;
 	}
 	buf_printf(b, ",\"limits\":{\"memory_bytes\":%llu,\"cpus\":%g,\"pids\":%llu,\"timeout_ms\":%llu,"
-	              "\"tmpfs_bytes\":%llu,\"output_bytes\":%llu,\"nofile\":%llu,\"fsize_bytes\":%llu,"
-	              "\"enforced_by\":",
+	              "\"tmpfs_bytes\":%llu,\"output_bytes\":%llu,",
 	           (unsigned long long) c->memory, c->cpus, (unsigned long long) c->pids,
 	           (unsigned long long) c->timeout_ms, (unsigned long long) c->tmpfs,
-	           (unsigned long long) c->output, (unsigned long long) c->nofile,
-	           (unsigned long long) c->fsize);
+	           (unsigned long long) c->output);
+	/* As they applied (the plan writes them in): null is none (no file
+	 * size limit; open files unlimited or not known before a start). */
+	buf_printf(b, c->nofile ? "\"nofile\":%llu," : "\"nofile\":null,", (unsigned long long) c->nofile);
+	buf_printf(b, c->fsize ? "\"fsize_bytes\":%llu," : "\"fsize_bytes\":null,", (unsigned long long) c->fsize);
+	buf_puts(b, "\"enforced_by\":");
 	json_cstr(b, enforced_by ? enforced_by : "none");
 	buf_puts(b, "}");
 }
@@ -231,7 +260,16 @@ int nsbox_result_to_json(const nsbox_result *r, char **out, nsbox_error **err)
 		for (size_t i = 0; i < r->n_denied; i++) {
 			buf_puts(&b, i ? ",{\"syscall\":" : "{\"syscall\":");
 			json_cstr(&b, r->denied[i].name);
-			buf_printf(&b, ",\"count\":%llu}", (unsigned long long) r->denied[i].count);
+			buf_printf(&b, ",\"count\":%llu", (unsigned long long) r->denied[i].count);
+			/* ENOSYS is the answer a caller falls back from (clone3 ->
+			 * clone); any other errno failed the call: behaviour changed. */
+			int e = r->denied[i].errnum;
+			const char *en = sc_errno_name(e);
+			if (en)
+				buf_printf(&b, ",\"errno\":\"%s\"", en);
+			else
+				buf_printf(&b, ",\"errno\":%d", e);
+			buf_printf(&b, ",\"effect\":\"%s\"}", e == ENOSYS ? "fallback" : "refused");
 		}
 		buf_puts(&b, "]");
 	} else {

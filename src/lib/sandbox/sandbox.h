@@ -19,6 +19,7 @@
 typedef struct denied_call {
 	char *name;
 	uint64_t count;
+	int errnum;           /* what the filter answered */
 } denied_call;
 
 struct nsbox_sandbox {

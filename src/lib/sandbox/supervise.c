@@ -334,12 +334,14 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	 * writes to it; then an ephemeral upper layer goes. */
 	ws_plan *w = &sb->plan->ws;
 	if (w->active && w->mode == WS_OVERLAY)
-		sb->changes_err = ws_scan(w->upper, w->lower, &w->deny, &sb->changes, &sb->n_changes, &sb->upper_bytes);
+		sb->changes_err = ws_scan_rules(w->upper, w->lower, &(ws_rules){ &w->deny, w->git }, &sb->changes,
+		                                &sb->n_changes, &sb->upper_bytes);
 	/* Written faster than the poll. */
 	if (w->active && w->mode == WS_OVERLAY && !sb->ws_limit_hit && w->max_bytes && sb->upper_bytes > w->max_bytes)
 		sb->ws_limit_hit = true, sb->ws_limit = "max_size";
 	if (w->active && w->mode == WS_OVERLAY && !sb->ws_limit_hit && w->max_files && sb->n_changes > w->max_files)
 		sb->ws_limit_hit = true, sb->ws_limit = "max_files";
+	w->payload_ran = sb->error.type == 0;   /* else a session it made, still empty, goes */
 	ws_finish(w);
 	r = result_from_sandbox(sb, out, err);
 	trace_mark(sb->trace, TR_RESULT);

@@ -14,7 +14,7 @@
 
 #include "sandbox/sandbox.h"
 
-static void count(nsbox_sandbox *sb, const char *name)
+static void count(nsbox_sandbox *sb, const char *name, int errnum)
 {
 	for (size_t i = 0; i < sb->n_denied; i++)
 		if (!strcmp(sb->denied[i].name, name)) {
@@ -27,6 +27,7 @@ static void count(nsbox_sandbox *sb, const char *name)
 	sb->denied = v;
 	v[sb->n_denied].name = strdup(name);
 	v[sb->n_denied].count = v[sb->n_denied].name ? 1 : 0;
+	v[sb->n_denied].errnum = errnum;
 	if (v[sb->n_denied].name)
 		sb->n_denied++;
 }
@@ -48,10 +49,11 @@ bool notify_handle(nsbox_sandbox *sb)
 			alive = errno == ENOENT || errno == EINTR;
 		} else {
 			char *name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
-			count(sb, name ? name : "?");
+			int errnum = sc_answer_for(&sb->plan->seccomp_answers, req->data.nr);
+			count(sb, name ? name : "?", errnum);
 			free(name);
 			resp->id = req->id;
-			resp->error = -sc_answer_for(&sb->plan->seccomp_answers, req->data.nr);
+			resp->error = -errnum;
 			resp->val = 0;
 			resp->flags = 0;
 			/* ENOENT here too just means the caller is gone. */

@@ -36,6 +36,14 @@ static const struct { const char *name; int value; } errnos[] = {
 	{ "ENOTTY", ENOTTY }, { "EIO", EIO }, { "EROFS", EROFS }, { "ENODEV", ENODEV },
 };
 
+const char *sc_errno_name(int e)
+{
+	for (size_t i = 0; i < sizeof(errnos) / sizeof(*errnos); i++)
+		if (errnos[i].value == e)
+			return errnos[i].name;
+	return NULL;
+}
+
 static int parse_u64(const char *s, uint64_t *out)
 {
 	if (!s || !*s || *s == '-')
@@ -340,7 +348,7 @@ int sc_profile_parse(const char *text, size_t len, const char *origin, sc_profil
 		r = nsbox_err_invalid(err, "seccomp", "%s: a profile must be a mapping", origin);
 	else {
 		p->default_action = SC_ERRNO;
-		p->default_errno = ENOSYS;
+		p->default_errno = EPERM;   /* as the kernel answers an unprivileged caller */
 		/* Docker's format is recognised by its keys. */
 		bool docker = false;
 		yw_pairs(rd.doc, root, k, v) {

@@ -49,6 +49,8 @@ typedef struct sc_profile {
 int sc_profile_parse(const char *text, size_t len, const char *origin, sc_profile **out,
                      nsbox_error **err);
 void sc_profile_free(sc_profile *p);
+/* The name of an errno a profile may give ("EPERM", "ENOSYS" ...), or NULL. */
+const char *sc_errno_name(int e);
 
 /* The built-in profiles (the YAML files in seccomp/, embedded at build time). */
 const char *sc_builtin(const char *name);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -25,6 +26,7 @@ typedef struct scan {
 	ws_change *v;
 	size_t n, cap;
 	const strv *deny;
+	int git;              /* workspace.git */
 	uint64_t upper_bytes;
 	int err;
 } scan;
@@ -175,7 +177,7 @@ static bool below_denied(const strv *deny, int ldir, const char *name, const cha
 }
 
 static void add_denied(scan *s, const char *path, const char *kind, const char *detail, mode_t mode,
-                       const char *target, bool denied)
+                       const char *target, bool denied, const struct stat *st)
 {
 	if (s->err < 0)
 		return;
@@ -196,14 +198,19 @@ static void add_denied(scan *s, const char *path, const char *kind, const char *
 		s->err = -ENOMEM;
 		return;
 	}
+	const char *rule = ws_git_rule(s->git, path, kind, detail, mode);
+	if (!rule)
+		rule = denied ? "denied" : "apply";
 	s->v[s->n++] = (ws_change){ .path = p, .kind = kind, .detail = detail, .mode = mode, .target = t,
-	                            .denied = denied };
+	                            .denied = !strcmp(rule, "denied"), .rule = rule,
+	                            .mtime = st ? st->st_mtim : (struct timespec){ 0 },
+	                            .atime = st ? st->st_atim : (struct timespec){ 0 } };
 }
 
 static void add(scan *s, const char *path, const char *kind, const char *detail, mode_t mode,
-                const char *target)
+                const char *target, const struct stat *st)
 {
-	add_denied(s, path, kind, detail, mode, target, any_match(s->deny, path));
+	add_denied(s, path, kind, detail, mode, target, any_match(s->deny, path), st);
 }
 
 static const char *type_name(mode_t m)
@@ -265,7 +272,7 @@ static void lower_gone(scan *s, int udir, int ldir, const char *rel)
 		struct stat lst;
 		if (path)
 			add(s, path, "deleted", fstatat(ldir, e->d_name, &lst, AT_SYMLINK_NOFOLLOW) == 0
-			                        ? type_name(lst.st_mode) : "file", 0, NULL);
+			                        ? type_name(lst.st_mode) : "file", 0, NULL, NULL);
 		free(path);
 	}
 	if (d)
@@ -295,7 +302,7 @@ static bool is_opaque(int fd)
 static void unreadable(scan *s, const char *path, mode_t mode)
 {
 	if (errno != ENOMEM)
-		add(s, path, "error", "unreadable", mode, NULL);
+		add(s, path, "error", "unreadable", mode, NULL, NULL);
 	else
 		s->err = -ENOMEM;
 }
@@ -317,7 +324,7 @@ static void entry(scan *s, frame *f, const char *name, int *usub, int *lsub)
 	bool in_lower = ldir >= 0 && fstatat(ldir, name, &ls, AT_SYMLINK_NOFOLLOW) == 0;
 	if (S_ISCHR(us.st_mode) && major(us.st_rdev) == 0 && minor(us.st_rdev) == 0) {
 		if (in_lower)
-			add(s, path, "deleted", type_name(ls.st_mode), 0, NULL);
+			add(s, path, "deleted", type_name(ls.st_mode), 0, NULL, NULL);
 		goto out;
 	}
 	mode_t mode = us.st_mode;
@@ -327,14 +334,14 @@ static void entry(scan *s, frame *f, const char *name, int *usub, int *lsub)
 		bool replaced_dir = in_lower && S_ISDIR(ls.st_mode);
 		add_denied(s, path, in_lower ? "type_changed" : "added", type_name(us.st_mode), mode, target,
 		           any_match(s->deny, path) || (replaced_dir && below_denied(s->deny, ldir, name, path)) ||
-		           (replaced_dir && S_ISLNK(us.st_mode) && could_match_below(s->deny, path)));
+		           (replaced_dir && S_ISLNK(us.st_mode) && could_match_below(s->deny, path)), &us);
 		if (S_ISDIR(us.st_mode) && (*usub = openat(udir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 			unreadable(s, path, mode);
 		goto out;
 	}
 	if (S_ISDIR(us.st_mode)) {
 		if ((mode & 07777) != (ls.st_mode & 07777))
-			add(s, path, "modified", "mode", mode, NULL);
+			add(s, path, "modified", "mode", mode, NULL, &us);
 		*usub = openat(udir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (*usub < 0)
 			unreadable(s, path, mode);
@@ -344,14 +351,14 @@ static void entry(scan *s, frame *f, const char *name, int *usub, int *lsub)
 	} else if (S_ISLNK(us.st_mode)) {
 		_cleanup_free_ char *old = link_target(ldir, name, ls.st_size);
 		if (!target || !old || strcmp(target, old))
-			add(s, path, "modified", "symlink", mode, target);
+			add(s, path, "modified", "symlink", mode, target, &us);
 	} else if (S_ISREG(us.st_mode)) {
 		if (us.st_size != ls.st_size || !same_content(udir, name, ldir, name, us.st_size))
-			add(s, path, "modified", "content", mode, NULL);
+			add(s, path, "modified", "content", mode, NULL, &us);
 		else if ((mode & 07777) != (ls.st_mode & 07777))
-			add(s, path, "modified", "mode", mode, NULL);
+			add(s, path, "modified", "mode", mode, NULL, &us);
 	} else {
-		add(s, path, "modified", type_name(us.st_mode), mode, NULL);
+		add(s, path, "modified", type_name(us.st_mode), mode, NULL, &us);
 	}
 out:
 	free(path);
@@ -400,7 +407,7 @@ static void walk(scan *s, int u, int l)
 			/* Deeper than any real project: say so instead of
 			 * crashing, or skipping silently. */
 			if (rel)
-				add(s, rel, "error", "too deep", 0, NULL);
+				add(s, rel, "error", "too deep", 0, NULL, NULL);
 			free(rel);
 			close(usub);
 			if (lsub >= 0)
@@ -429,7 +436,14 @@ static int by_path(const void *a, const void *b)
 int ws_scan(const char *upper, const char *lower, const strv *deny, ws_change **out, size_t *n,
             uint64_t *upper_bytes)
 {
-	scan s = { .deny = deny };
+	ws_rules rules = { .deny = deny, .git = WS_GIT_APPLY };
+	return ws_scan_rules(upper, lower, &rules, out, n, upper_bytes);
+}
+
+int ws_scan_rules(const char *upper, const char *lower, const ws_rules *rules, ws_change **out, size_t *n,
+                  uint64_t *upper_bytes)
+{
+	scan s = { .deny = rules ? rules->deny : NULL, .git = rules ? rules->git : WS_GIT_APPLY };
 	int u = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int ue = u < 0 ? errno : 0;
 	int l = open(lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -522,6 +536,16 @@ char *ws_escape(const char *s)
 	return buf_steal(&b);
 }
 
+void ws_time_iso(char out[64], const struct timespec *t)
+{
+	struct tm tm;
+	time_t sec = t->tv_sec;
+	out[0] = '\0';
+	if ((t->tv_sec || t->tv_nsec) && gmtime_r(&sec, &tm))
+		snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		         tm.tm_hour, tm.tm_min, tm.tm_sec, (long) t->tv_nsec);
+}
+
 void ws_change_json(buf *b, const ws_change *c)
 {
 	buf_puts(b, ",\"kind\":");
@@ -535,4 +559,14 @@ void ws_change_json(buf *b, const ws_change *c)
 	buf_puts(b, ",\"target\":");
 	json_cstr(b, c->target);
 	buf_printf(b, ",\"denied\":%s", c->denied ? "true" : "false");
+	buf_puts(b, ",\"rule\":");
+	json_cstr(b, c->rule ? c->rule : (c->denied ? "denied" : "apply"));
+	char t[64];
+	ws_time_iso(t, &c->mtime);
+	buf_puts(b, ",\"mtime\":");
+	json_cstr(b, *t ? t : NULL);
+	if (c->left) {
+		buf_puts(b, ",\"left\":");
+		json_cstr(b, c->left);
+	}
 }

@@ -23,11 +23,6 @@
 #include "workspace/session.h"
 #include "workspace/workspace.h"
 
-struct nsbox_changes {
-	ws_change *v;
-	size_t n;
-};
-
 
 /* Where session `name` lives (whether or not it is there). */
 static int session_locate(const char *name, session *s, nsbox_error **err)
@@ -62,8 +57,12 @@ int session_open(const char *name, session *s, nsbox_error **err)
 	char *nl = strchr(text, '\n');
 	long long sec = 0;
 	long nsec = 0;
-	if (!nl || sscanf(nl + 1, "%lld.%ld", &sec, &nsec) != 2)
+	unsigned long owner = 0;
+	int fields = nl ? sscanf(nl + 1, "%lld.%ld\nowner %lu", &sec, &nsec, &owner) : 0;
+	if (fields < 2)
 		return nsbox_err_invalid(err, "session", "open session '%s': its meta file '%s' is damaged", name, meta);
+	s->has_owner = fields == 3;
+	s->owner = owner;
 	*nl = '\0';
 	snprintf(s->workspace, sizeof(s->workspace), "%.4000s", text);
 	s->created = (struct timespec){ (time_t) sec, nsec };
@@ -80,7 +79,8 @@ int nsbox_session_changes(const char *name, const nsbox_config *cfg, nsbox_chang
 	nsbox_changes *c = calloc(1, sizeof(*c));
 	if (!c)
 		return nsbox_err(err, ENOMEM, "session", "read session '%s'", name);
-	r = ws_scan(s.upper, s.workspace, cfg ? &cfg->deny_changes : NULL, &c->v, &c->n, NULL);
+	ws_rules rules = session_rules(cfg);
+	r = ws_scan_rules(s.upper, s.workspace, &rules, &c->v, &c->n, NULL);
 	if (r < 0) {
 		free(c);
 		return nsbox_err(err, -r, "session", "read the changes of session '%s' ('%s')", name, s.upper);
@@ -107,6 +107,32 @@ int nsbox_changes_get(const nsbox_changes *c, size_t i, const char **path, const
 	return 0;
 }
 
+int nsbox_changes_get_times(const nsbox_changes *c, size_t i, int64_t *mtime_sec, long *mtime_nsec,
+                            int64_t *atime_sec, long *atime_nsec)
+{
+	if (!c || i >= c->n)
+		return -EINVAL;
+	if (mtime_sec)
+		*mtime_sec = c->v[i].mtime.tv_sec;
+	if (mtime_nsec)
+		*mtime_nsec = c->v[i].mtime.tv_nsec;
+	if (atime_sec)
+		*atime_sec = c->v[i].atime.tv_sec;
+	if (atime_nsec)
+		*atime_nsec = c->v[i].atime.tv_nsec;
+	return 0;
+}
+
+const char *nsbox_changes_rule(const nsbox_changes *c, size_t i)
+{
+	return c && i < c->n ? (c->v[i].rule ? c->v[i].rule : c->v[i].denied ? "denied" : "apply") : NULL;
+}
+
+const char *nsbox_changes_why(const nsbox_changes *c, size_t i)
+{
+	return c && i < c->n ? c->v[i].left : NULL;
+}
+
 void nsbox_changes_free(nsbox_changes *c)
 {
 	if (!c)
@@ -126,8 +152,43 @@ int nsbox_session_paths(const char *name, char **workspace, char **upper, nsbox_
 	return *workspace && *upper ? 0 : nsbox_err(err, ENOMEM, "session", "read session '%s'", name);
 }
 
+unsigned long session_login_uid(void)
+{
+	char text[32] = "";
+	int fd = open("/proc/self/loginuid", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	char *end;
+	unsigned long v = strtoul(text, &end, 10);
+	return end != text ? v : 4294967295ul;
+}
+
+ws_rules session_rules(const nsbox_config *cfg)
+{
+	return (ws_rules){ .deny = cfg ? &cfg->deny_changes : NULL, .git = cfg ? cfg->workspace_git : WS_GIT_APPLY };
+}
+
+/* Root's state directory is every root caller's: a session made by
+ * another login is not this caller's (nor one older than the owner line). */
+static bool mine(const char *name)
+{
+	if (geteuid() != 0)
+		return true;
+	session s;
+	return session_open(name, &s, NULL) == 0 && s.has_owner && s.owner == session_login_uid();
+}
+
 int nsbox_session_list(char ***names, size_t *count, nsbox_error **err)
 {
+	return nsbox_session_list_with(0, names, count, err);
+}
+
+int nsbox_session_list_with(unsigned flags, char ***names, size_t *count, nsbox_error **err)
+{
+	if (!names || !count || (flags & ~NSBOX_SESSION_LIST_ALL))
+		return nsbox_err_invalid(err, "session", "list sessions: bad argument");
 	*names = NULL;
 	*count = 0;
 	_cleanup_free_ char *state = ws_state_dir();
@@ -140,7 +201,7 @@ int nsbox_session_list(char ***names, size_t *count, nsbox_error **err)
 		return errno == ENOENT ? 0 : nsbox_err(err, errno, "session", "list sessions in '%s'", dir);
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
+		if (e->d_name[0] == '.' || (!(flags & NSBOX_SESSION_LIST_ALL) && !mine(e->d_name)))
 			continue;
 		char **v = realloc(*names, (*count + 1) * sizeof(*v));
 		if (!v)

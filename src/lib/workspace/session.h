@@ -8,12 +8,28 @@
 
 #include "nsbox.h"
 
+#include "workspace/workspace.h"
+
 typedef struct session {
 	char dir[PATH_MAX];
 	char upper[PATH_MAX + 8];
 	char workspace[PATH_MAX];
 	struct timespec created;
+	bool has_owner;       /* the meta names who made it (newer sessions) */
+	unsigned long owner;  /* ...their audit login uid (4294967295: none) */
 } session;
+
+struct nsbox_changes {
+	ws_change *v;
+	size_t n;
+};
+
+/* The caller's audit login uid (/proc/self/loginuid, which sudo keeps), or
+ * 4294967295 when it has none. */
+unsigned long session_login_uid(void);
+/* The rules workspace.deny_changes and workspace.git of `cfg` (NULL: no
+ * denials, git: apply). */
+ws_rules session_rules(const nsbox_config *cfg);
 
 /* The session `name` (a checked name, its meta file read). */
 int session_open(const char *name, session *s, nsbox_error **err);

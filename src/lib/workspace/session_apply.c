@@ -1,7 +1,8 @@
-/* Applying a session: check every change (all or nothing), stage every
- * file next to the workspace's top, then rename into place. Every path is
- * opened beneath the workspace without following a symlink; modes are at
- * most 0777; sparse files stay sparse. */
+/* Applying a session: check every change (all or nothing, or the rest
+ * with --skip-denied), stage every file next to the workspace's top, then
+ * rename into place, with the session's times. Every path is opened
+ * beneath the workspace without following a symlink; modes are at most
+ * 0777; sparse files stay sparse. Then the session goes, unless kept. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -155,6 +156,7 @@ typedef struct step {
 	char *parent;         /* its directory, relative */
 	uid_t uid;            /* root: the owner it gets */
 	gid_t gid;
+	const char *left;     /* left out, and why (dropped, or refused and skipped) */
 } step;
 
 /* The owner of `rel` on the host, or of its nearest existing directory. */
@@ -180,11 +182,77 @@ static void host_owner(int root, const char *rel, uid_t *uid, gid_t *gid)
 	}
 }
 
+/* Why apply refuses change st (NULL: it does not); *forceable: whether
+ * --force may override it. `inside_made`: below a directory this apply
+ * makes anew (in place of a host symlink, say): nothing there on the host
+ * to check, or to follow. */
+static const char *problem_of(const session *s, int root, const step *st, bool inside_made, bool *forceable)
+{
+	const ws_change *c = st->c;
+	*forceable = true;
+	if (!strcmp(c->kind, "error")) {
+		*forceable = false;
+		return c->detail && !strcmp(c->detail, "unreadable")
+		       ? "is a directory the scan could not read (its mode forbids it): nothing below it is known"
+		       : "is too deep for the scan (more than 128 levels): nothing below it can be applied";
+	}
+	const char *problem = NULL;
+	if (c->denied)
+		problem = !strcmp(c->kind, "added") ? "is added, and workspace.deny_changes denies it"
+		          : !strcmp(c->kind, "deleted") ? "is deleted, and workspace.deny_changes denies it"
+		          : !strcmp(c->kind, "modified") ? "is modified, and workspace.deny_changes denies it"
+		          : "is type_changed, and workspace.deny_changes denies it";
+	else if (S_ISLNK(c->mode) && !c->target) {
+		*forceable = false;
+		return "is a symlink whose target cannot be read";
+	} else if (is_special(c))
+		problem = "is a fifo, socket or device, which apply does not carry back (--force leaves it out)";
+	else if (c->target && !target_inside(c->path, c->target))
+		problem = "is a symlink that leads out of the workspace";
+	else if (!S_ISLNK(c->mode) && (c->mode & S_IWOTH))
+		problem = "is world-writable";
+	/* On the host: no symlink on the way, and not changed since the
+	 * session started (someone's edits would be lost). */
+	struct stat hs;
+	int pfd = inside_made ? -ENOENT : session_beneath(root, st->parent, O_PATH | O_DIRECTORY);
+	bool exists = pfd >= 0 && fstatat(pfd, st->base, &hs, AT_SYMLINK_NOFOLLOW) == 0;
+	bool should_exist = strcmp(c->kind, "added") != 0;
+	if (pfd >= 0)
+		close(pfd);
+	if (!problem && (pfd == -ELOOP || pfd == -EXDEV || pfd == -ENOTDIR)) {
+		*forceable = false;
+		return "is reached through a symlink or file on the host";
+	}
+	if (!problem && ((exists && newer(&hs, &s->created)) || exists != should_exist))
+		problem = "changed on the host since the session started";
+	return problem;
+}
+
+/* Dropped by workspace.git (or always, for git's locks): why. */
+static const char *dropped_why(const ws_change *c)
+{
+	size_t n = strlen(c->path);
+	bool lock = (n > 5 && !strcmp(c->path + n - 5, ".lock")) || (n >= 6 && !strcmp(c->path + n - 6, "gc.pid")) ||
+	            (n >= 6 && !strcmp(c->path + n - 6, "gc.log"));
+	return lock ? "is a lock or log git leaves behind, which is never applied"
+	            : "is git's housekeeping, which workspace.git: drop leaves out";
+}
+
+/* Is st[j] below the directory of st[i]? */
+static bool below(const step *st, size_t i, size_t j)
+{
+	size_t l = strlen(st[i].c->path);
+	return !strncmp(st[j].c->path, st[i].c->path, l) && st[j].c->path[l] == '/';
+}
+
 /* Refuse first, write after: collect everything that stops the apply into
- * one message, so that nothing is written when anything is refused. */
-static int check(const char *name, const session *s, int root, step *st, size_t n, bool force,
+ * one message, so that nothing is written when anything is refused. With
+ * skip, what would be refused is left out instead (and everything below a
+ * directory left out with it). */
+static int check(const char *name, const session *s, int root, step *st, size_t n, unsigned flags,
                  nsbox_error **err)
 {
+	bool force = flags & NSBOX_APPLY_FORCE, skip = flags & NSBOX_APPLY_SKIP_DENIED;
 	buf why = { 0 };
 	int count = 0;
 	const char *made = NULL;   /* a directory this apply makes anew */
@@ -194,47 +262,25 @@ static int check(const char *name, const session *s, int root, step *st, size_t 
 		bool inside_made = made && !strncmp(c->path, made, ml) && c->path[ml] == '/';
 		if (!inside_made)
 			made = S_ISDIR(c->mode) && strcmp(c->kind, "modified") ? c->path : NULL;
-		_cleanup_free_ char *p = ws_escape(c->path), *t = c->target ? ws_escape(c->target) : NULL;
-		const char *problem = NULL;
-		char denied[64];
-		bool forceable = true;
-		if (!strcmp(c->kind, "error")) {
-			problem = c->detail && !strcmp(c->detail, "unreadable")
-				? "a directory the scan could not read (its mode forbids it): nothing below it is known"
-				: "too deep for the scan (more than 128 levels): nothing below it can be applied";
-			forceable = false;
-		} else if (c->denied) {
-			snprintf(denied, sizeof(denied), "is %s, and workspace.deny_changes denies it", c->kind);
-			problem = denied;
-		} else if (S_ISLNK(c->mode) && !c->target) {
-			problem = "is a symlink whose target cannot be read";
-			forceable = false;
-		} else if (is_special(c)) {
-			problem = "is a fifo, socket or device, which apply does not carry back (--force leaves it out)";
-		} else if (c->target && !target_inside(c->path, c->target)) {
-			problem = "is a symlink that leads out of the workspace";
-		} else if (!S_ISLNK(c->mode) && (c->mode & S_IWOTH)) {
-			problem = "is world-writable";
-		}
-		/* On the host: no symlink on the way, and not changed since the
-		 * session started (someone's edits would be lost). */
-		struct stat hs;
-		/* Below a directory apply makes (in place of a host symlink,
-		 * say): nothing there on the host to check, or to follow. */
-		int pfd = inside_made ? -ENOENT : session_beneath(root, st[i].parent, O_PATH | O_DIRECTORY);
-		bool exists = pfd >= 0 && fstatat(pfd, st[i].base, &hs, AT_SYMLINK_NOFOLLOW) == 0;
-		bool should_exist = strcmp(c->kind, "added") != 0;
-		if (pfd >= 0)
-			close(pfd);
-		if (!problem && (pfd == -ELOOP || pfd == -EXDEV || pfd == -ENOTDIR)) {
-			problem = "is reached through a symlink or file on the host";
-			forceable = false;
-		} else if (!problem && ((exists && newer(&hs, &s->created)) || exists != should_exist)) {
-			problem = "changed on the host since the session started";
-		}
 		host_owner(root, c->path, &st[i].uid, &st[i].gid);
-		if (!problem || (force && forceable))
+		if (st[i].left)
+			continue;   /* below a directory left out */
+		bool forceable;
+		const char *problem = c->rule && !strcmp(c->rule, "dropped") ? NULL
+		                      : problem_of(s, root, &st[i], inside_made, &forceable);
+		if (c->rule && !strcmp(c->rule, "dropped"))
+			st[i].left = dropped_why(c);
+		else if (!problem || (force && forceable))
 			continue;
+		else if (skip)
+			st[i].left = problem;
+		if (st[i].left) {
+			for (size_t j = i + 1; j < n && !strncmp(st[j].c->path, c->path, strlen(c->path)); j++)
+				if (below(st, i, j) && !st[j].left)
+					st[j].left = "is below a directory left out";
+			continue;
+		}
+		_cleanup_free_ char *p = ws_escape(c->path), *t = c->target ? ws_escape(c->target) : NULL;
 		if (count++ < 8)
 			buf_printf(&why, "%s'%s'%s%s%s %s", count > 1 ? "; " : "", p, t ? " (-> " : "", t ? t : "",
 			           t ? ")" : "", problem);
@@ -245,26 +291,34 @@ static int check(const char *name, const session *s, int root, step *st, size_t 
 	}
 	if (count > 8)
 		buf_printf(&why, "; and %d more", count - 8);
-	int r = nsbox_err_hint(err, EPERM, "session", "review them with `nsbox session changes`; apply with --force what you accept",
+	int r = nsbox_err_hint(err, EPERM, "session",
+	                       "review them with `nsbox session changes`; apply with --force what you accept, "
+	                       "or --skip-denied to apply the rest",
 	                       "apply session '%s': %s", name, why.data ? why.data : "");
 	buf_free(&why);
 	return r;
 }
 
 /* Copy (or create) a file or symlink of the upper layer into the staging
- * directory as `tmp`, with its final mode and owner. */
+ * directory as `tmp`, with its final mode, owner and times. */
 static int stage(int upper, int sdir, const char *tmp, const step *st)
 {
 	const ws_change *c = st->c;
 	bool root = geteuid() == 0;
 	if (S_ISLNK(c->mode)) {
+		struct timespec ts[2] = { c->atime, c->mtime };
 		if (symlinkat(c->target, sdir, tmp) < 0)
 			return -errno;
 		if (root && fchownat(sdir, tmp, st->uid, st->gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
-		return 0;
+		return utimensat(sdir, tmp, ts, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 	}
-	_cleanup_close_ int in = session_beneath(upper, c->path, O_RDONLY | O_NONBLOCK);
+	/* Without touching its access time where the kernel lets us (the
+	 * owner, or root). */
+	int in = session_beneath(upper, c->path, O_RDONLY | O_NONBLOCK | O_NOATIME);
+	if (in == -EPERM)
+		in = session_beneath(upper, c->path, O_RDONLY | O_NONBLOCK);
+	_cleanup_close_ int in_fd = in;
 	if (in < 0)
 		return in;
 	struct stat us;
@@ -281,6 +335,11 @@ static int stage(int upper, int sdir, const char *tmp, const step *st)
 	if (r == 0 && root && fchown(out, st->uid, st->gid) < 0)
 		r = -errno;
 	if (r == 0 && fchmod(out, us.st_mode & 0777) < 0)
+		r = -errno;
+	/* The session's times, to the nanosecond: a build applied is not
+	 * stale to make on the host. */
+	struct timespec ts[2] = { us.st_atim, us.st_mtim };
+	if (r == 0 && futimens(out, ts) < 0)
 		r = -errno;
 	if (r == 0 && fsync(out) < 0)
 		r = -errno;
@@ -325,28 +384,60 @@ static int commit_one(int root, int sdir, const char *tmp, const step *st)
 	return renameat(sdir, tmp, pfd, st->base) < 0 ? -errno : 0;
 }
 
-/* The selected changes, checked (all or none), staged (every file copied
- * next to the workspace's top, so that a full disk or an unreadable file
- * stops the apply before the host tree is touched), then committed in path
- * order (a directory before what it holds) with renames. */
-static int apply_changes(const char *name, const session *s, int root, int upper, step *st, size_t n,
-                         bool force, nsbox_error **err)
+/* Directories get their times last, once nothing is added to them any
+ * more: each directory apply wrote into (and each it made or changed)
+ * takes the session's times; the workspace's top, when apply only passed
+ * through it (its staging directory), gets its own back. Best effort: a
+ * directory of someone else's keeps the time the host gives it. */
+static void dir_times(int root, int upper, const step *st, size_t n, const struct timespec top[2])
 {
-	int r = check(name, s, root, st, n, force, err);
-	if (r < 0)
-		return r;
+	bool top_done = false;
+	for (size_t i = 0; i < n; i++) {
+		if (st[i].left)
+			continue;
+		const char *dirs[2] = { st[i].parent,
+		                        S_ISDIR(st[i].c->mode) && strcmp(st[i].c->kind, "deleted") ? st[i].c->path : NULL };
+		for (int k = 0; k < 2; k++) {
+			if (!dirs[k])
+				continue;
+			/* The same parent as the change before: done already. */
+			if (k == 0 && i > 0 && !st[i - 1].left && !strcmp(st[i - 1].parent, dirs[0]))
+				continue;
+			struct stat us;
+			_cleanup_close_ int u = session_beneath(upper, dirs[k], O_PATH | O_DIRECTORY);
+			_cleanup_close_ int h = session_beneath(root, dirs[k], O_RDONLY | O_DIRECTORY);
+			if (u < 0 || h < 0 || fstat(u, &us) < 0)
+				continue;
+			struct timespec ts[2] = { us.st_atim, us.st_mtim };
+			if (futimens(h, ts) == 0 && !*dirs[k])
+				top_done = true;
+		}
+	}
+	if (!top_done)
+		(void) futimens(root, top);
+}
+
+/* Stage every file next to the workspace's top (a full disk or an
+ * unreadable file stops the apply before the host tree is touched), then
+ * commit in path order (a directory before what it holds) with renames. */
+static int write_changes(const char *name, const session *s, int root, int upper, step *st, size_t n,
+                         nsbox_error **err)
+{
 	char sname[64], tmp[32];
 	unsigned char rnd[4] = { 0 };
 	random_name_bytes(rnd, sizeof(rnd));
 	snprintf(sname, sizeof(sname), ".nsbox-apply-%d-%02x%02x%02x%02x", (int) getpid(), rnd[0], rnd[1], rnd[2], rnd[3]);
+	struct stat top;
+	if (fstat(root, &top) < 0)
+		return nsbox_err(err, errno, "session", "apply session '%s': stat '%s'", name, s->workspace);
 	if (mkdirat(root, sname, 0700) < 0)
 		return nsbox_err(err, errno, "session", "apply session '%s': create '%s' in '%s'", name, sname, s->workspace);
-	int sdir = session_beneath(root, sname, O_RDONLY | O_DIRECTORY);
+	int r = 0, sdir = session_beneath(root, sname, O_RDONLY | O_DIRECTORY);
 	if (sdir < 0)
 		r = nsbox_err(err, -sdir, "session", "apply session '%s': open '%s'", name, sname);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		const ws_change *c = st[i].c;
-		if (!is_staged(c))
+		if (st[i].left || !is_staged(c))
 			continue;
 		snprintf(tmp, sizeof(tmp), "%zu", i);
 		int rr = stage(upper, sdir, tmp, &st[i]);
@@ -356,9 +447,9 @@ static int apply_changes(const char *name, const session *s, int root, int upper
 		}
 	}
 	size_t done = 0;
-	for (size_t i = 0; r == 0 && i < n; i++, done++) {
-		if (is_special(st[i].c))
-			continue;   /* left out with --force, as check said */
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (st[i].left || is_special(st[i].c))
+			continue;   /* left out, as check said */
 		snprintf(tmp, sizeof(tmp), "%zu", i);
 		int rr = commit_one(root, sdir, tmp, &st[i]);
 		if (rr < 0) {
@@ -366,16 +457,53 @@ static int apply_changes(const char *name, const session *s, int root, int upper
 			r = nsbox_err(err, -rr, "session", "apply session '%s': write '%s' (%zu of %zu changes were applied)",
 			              name, p, done, n);
 		}
+		done++;
 	}
 	if (sdir >= 0)
 		close(sdir);
 	(void) remove_at(root, sname);
+	struct timespec was[2] = { top.st_atim, top.st_mtim };
+	dir_times(root, upper, st, n, was);
 	return r;
 }
 
-int nsbox_session_apply(const char *name, const nsbox_config *cfg, const char *const *paths,
-                        size_t n_paths, bool force, nsbox_error **err)
+/* What was left out, as a change list of its own. */
+static int left_list(const step *st, size_t n, nsbox_changes **out)
 {
+	nsbox_changes *l = calloc(1, sizeof(*l));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += st[i].left != NULL;
+	if (!l || (k && !(l->v = calloc(k, sizeof(*l->v))))) {
+		free(l);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!st[i].left)
+			continue;
+		ws_change c = *st[i].c;
+		c.path = strdup(c.path);
+		c.target = c.target ? strdup(c.target) : NULL;
+		c.left = st[i].left;
+		l->v[l->n++] = c;
+		if (!c.path || (st[i].c->target && !c.target)) {
+			nsbox_changes_free(l);
+			return -ENOMEM;
+		}
+	}
+	*out = l;
+	return 0;
+}
+
+int nsbox_session_apply_with(const char *name, const nsbox_apply_options *o, nsbox_changes **left,
+                             nsbox_error **err)
+{
+	if (left)
+		*left = NULL;
+	if (!o || o->version < 1 || (o->n_paths && !o->paths) ||
+	    (o->flags & ~(NSBOX_APPLY_FORCE | NSBOX_APPLY_SKIP_DENIED | NSBOX_APPLY_KEEP)))
+		return nsbox_err_invalid(err, "session", "apply session '%s': bad options", name ? name : "");
+	const nsbox_config *cfg = o->config;
 	session s;
 	int lock = session_open_locked(name, &s, err);
 	if (lock < 0)
@@ -385,20 +513,21 @@ int nsbox_session_apply(const char *name, const nsbox_config *cfg, const char *c
 	size_t n = 0, k = 0;
 	uint64_t bytes = 0;
 	step *st = NULL;
+	ws_rules rules = session_rules(cfg);
 	_cleanup_close_ int root = open(s.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_close_ int upper = open(s.upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (root < 0 || upper < 0)
 		r = nsbox_err(err, errno, "session", "open workspace '%s'", root < 0 ? s.workspace : s.upper);
-	else if ((r = ws_scan(s.upper, s.workspace, cfg ? &cfg->deny_changes : NULL, &v, &n, &bytes)) < 0)
+	else if ((r = ws_scan_rules(s.upper, s.workspace, &rules, &v, &n, &bytes)) < 0)
 		r = nsbox_err(err, -r, "session", "read the changes of session '%s'", name);
-	if (r == 0 && !force && cfg && cfg->workspace_max_size && bytes > cfg->workspace_max_size)
+	if (r == 0 && !(o->flags & NSBOX_APPLY_FORCE) && cfg && cfg->workspace_max_size && bytes > cfg->workspace_max_size)
 		r = nsbox_err_hint(err, EFBIG, "session", "apply with --force if you want it all",
 		                   "apply session '%s': it holds %llu bytes, more than workspace.max_size (%llu)", name,
 		                   (unsigned long long) bytes, (unsigned long long) cfg->workspace_max_size);
 	if (r == 0 && n && !(st = calloc(n, sizeof(*st))))
 		r = nsbox_err(err, ENOMEM, "session", "apply session '%s'", name);
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		if (!selected(v[i].path, paths, n_paths))
+		if (!selected(v[i].path, o->paths, o->n_paths))
 			continue;
 		const char *slash = strrchr(v[i].path, '/');
 		st[k] = (step){ .c = &v[i], .base = slash ? slash + 1 : v[i].path };
@@ -407,12 +536,36 @@ int nsbox_session_apply(const char *name, const nsbox_config *cfg, const char *c
 			r = nsbox_err(err, ENOMEM, "session", "apply session '%s'", name);
 	}
 	if (r == 0 && k)
-		r = apply_changes(name, &s, root, upper, st, k, force, err);
+		r = check(name, &s, root, st, k, o->flags, err);
+	if (r == 0 && k)
+		r = write_changes(name, &s, root, upper, st, k, err);
+	if (r == 0 && left && left_list(st, k, left) < 0)
+		r = nsbox_err(err, ENOMEM, "session", "apply session '%s'", name);
 	for (size_t i = 0; i < k; i++)
 		free(st[i].parent);
 	free(st);
 	ws_changes_free(v, n);
+	/* Applied whole: the session has done its work (its lock is still
+	 * ours, so no run can be using it). Applied in part (some paths): the
+	 * rest is still to review, and stays. */
+	if (r == 0 && !(o->flags & NSBOX_APPLY_KEEP) && !o->n_paths) {
+		int rr = remove_tree(s.dir);
+		r = rr < 0 ? nsbox_err(err, -rr, "session", "remove session '%s' after applying it ('%s')", name, s.dir) : 1;
+		if (r < 0 && left) {
+			nsbox_changes_free(*left);
+			*left = NULL;
+		}
+	}
 	close(lock);
 	return r;
 }
 
+int nsbox_session_apply(const char *name, const nsbox_config *cfg, const char *const *paths,
+                        size_t n_paths, bool force, nsbox_error **err)
+{
+	nsbox_apply_options o = { .version = NSBOX_APPLY_OPTIONS_VERSION,
+	                          .flags = NSBOX_APPLY_KEEP | (force ? NSBOX_APPLY_FORCE : 0),
+	                          .config = cfg, .paths = paths, .n_paths = n_paths };
+	int r = nsbox_session_apply_with(name, &o, NULL, err);
+	return r < 0 ? r : 0;
+}

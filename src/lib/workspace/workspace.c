@@ -30,6 +30,7 @@
 #include "base/syscalls.h"
 #include "config/volumes.h"
 #include "workspace/workspace.h"
+#include "workspace/session.h"
 
 char *ws_state_dir(void)
 {
@@ -96,7 +97,10 @@ static int write_meta(const char *dir, const char *lower)
 	snprintf(path, sizeof(path), "%.4000s/meta", dir);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\n", lower, (long long) now.tv_sec, now.tv_nsec);
+	/* Who: root's state directory is every root caller's, and `session
+	 * ls` shows each login its own. */
+	int len = snprintf(text, sizeof(text), "%s\n%lld.%09ld\nowner %lu\n", lower, (long long) now.tv_sec, now.tv_nsec,
+	                   session_login_uid());
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	int r = fd < 0 ? -errno : 0;
 	ssize_t wr = r == 0 ? write(fd, text, (size_t) len) : 0;
@@ -135,6 +139,7 @@ static int session_dir(ws_plan *w, const char *parent, nsbox_error **err)
 		int r = lock < 0 ? lock : write_meta(tmp, w->lower);
 		if (r == 0 && rename(tmp, w->dir) == 0) {
 			w->lock_fd = lock;
+			w->made = true;
 			return 0;
 		}
 		if (r == 0)
@@ -296,6 +301,10 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 	}
 	w->active = true;
 	w->mode = cfg->workspace_mode;
+	w->git = cfg->workspace_git;
+	w->target = strdup(cfg->workspace_target ? cfg->workspace_target + 1 : "workspace");
+	if (!w->target)
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
 	w->max_bytes = cfg->workspace_max_size;
 	w->max_files = cfg->workspace_max_files;
 	if (strv_copy(&w->deny, &cfg->deny_changes) < 0)
@@ -436,12 +445,32 @@ int ws_idmapped_lower(const ws_plan *w, uid_t to_uid, gid_t to_gid, nsbox_error 
 	return tree;
 }
 
+/* Is the directory `path` empty (and readable)? */
+static bool empty_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool empty = d != NULL;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return empty;
+}
+
 void ws_finish(ws_plan *w)
 {
 	if (!w->active)
 		return;
 	if (w->mode == WS_OVERLAY && w->dir && !w->session)
 		(void) remove_tree(w->dir);
+	/* A session this run made, for a payload that never ran (a setup
+	 * failure, a spawn that failed): nothing to review, so no session.
+	 * (Its lock is still ours: no other run uses it.) */
+	if (w->mode == WS_OVERLAY && w->dir && w->session && w->made && !w->payload_ran && w->lock_fd >= 0 &&
+	    (!w->upper || empty_dir(w->upper)))
+		(void) remove_tree(w->dir);
+	w->made = false;
 	if (w->lock_fd >= 0) {
 		close(w->lock_fd);
 		w->lock_fd = -1;
@@ -462,155 +491,8 @@ void ws_plan_free(ws_plan *w)
 	free(w->work);
 	free(w->opts);
 	free(w->session);
+	free(w->target);
 	free(w->nosuid);
 	strv_clear(&w->deny);
 	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };
-}
-
-void ws_du(int top, ws_usage *u)
-{
-	/* Every block of the tree, at any depth, one directory fd at a time:
-	 * going down remembers where the parent's listing was (telldir), going
-	 * up reopens ".." (checked) and seeks back. */
-	typedef struct level { long pos; dev_t dev; ino_t ino; } level;
-	level *stack = NULL;
-	size_t depth = 0, cap = 0;
-	*u = (ws_usage){ .complete = true };
-	/* A new open file description: a dup would share (and move) the
-	 * caller's directory offset. */
-	int fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		u->complete = false;
-		return;
-	}
-	for (;;) {
-		struct dirent *e = readdir(d);
-		if (!e) {
-			if (depth == 0)
-				break;
-			level *l = &stack[--depth];
-			struct stat up;
-			int pfd = openat(dirfd(d), "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			closedir(d);
-			d = NULL;
-			if (pfd < 0 || fstat(pfd, &up) < 0 || up.st_dev != l->dev || up.st_ino != l->ino ||
-			    !(d = fdopendir(pfd))) {
-				if (pfd >= 0 && !d)
-					close(pfd);
-				u->complete = false;
-				break;   /* moved meanwhile: what was counted */
-			}
-			seekdir(d, l->pos);
-			continue;
-		}
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		u->bytes += (uint64_t) st.st_blocks * 512;
-		u->entries++;
-		if (!S_ISDIR(st.st_mode))
-			continue;
-		struct stat here;
-		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
-		if (!sd || fstat(dirfd(d), &here) < 0) {
-			/* A directory the payload made unreadable (or gone):
-			 * what it holds is not counted, so the count is a floor. */
-			if (sd)
-				closedir(sd);
-			else if (sub >= 0)
-				close(sub);
-			u->complete = false;
-			continue;
-		}
-		if (depth == cap) {
-			level *v = realloc(stack, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-			if (!v) {
-				closedir(sd);
-				u->complete = false;
-				break;
-			}
-			stack = v;
-		}
-		stack[depth++] = (level){ .pos = telldir(d), .dev = here.st_dev, .ino = here.st_ino };
-		closedir(d);
-		d = sd;
-	}
-	if (d)
-		closedir(d);
-	free(stack);
-}
-
-/* The upper layer's size when statfs says the filesystem lost more than
- * a bound allows since the last look; a full count only then. */
-static void fs_free(int fd, uint64_t *avail, uint64_t *ffree, bool *has_inodes)
-{
-	struct statfs sf;
-	if (fstatfs(fd, &sf) < 0) {
-		*avail = *ffree = 0;
-		*has_inodes = false;
-		return;
-	}
-	*avail = (uint64_t) sf.f_bavail * (uint64_t) sf.f_bsize;
-	*ffree = (uint64_t) sf.f_ffree;
-	*has_inodes = sf.f_files != 0;   /* btrfs and others count none */
-}
-
-int ws_watch_start(ws_plan *w)
-{
-	if (!w->active || w->mode != WS_OVERLAY || (!w->max_bytes && !w->max_files))
-		return 0;
-	w->upper_fd = open(w->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (w->upper_fd < 0)
-		return -errno;
-	ws_usage u;
-	ws_du(w->upper_fd, &u);
-	w->base_bytes = u.bytes;
-	w->base_files = u.entries;
-	bool inodes;
-	fs_free(w->upper_fd, &w->avail0, &w->ffree0, &inodes);
-	return 1;
-}
-
-bool ws_over_bound(ws_plan *w)
-{
-	if (w->upper_fd < 0)
-		return false;
-	uint64_t avail, ffree;
-	bool inodes;
-	fs_free(w->upper_fd, &avail, &ffree, &inodes);
-	uint64_t used = w->avail0 > avail ? w->avail0 - avail : 0;
-	uint64_t made = w->ffree0 > ffree ? w->ffree0 - ffree : 0;
-	/* statfs sees the whole filesystem: space another program frees
-	 * meanwhile hides what the sandbox used. So the tree is counted every
-	 * two seconds anyway, and every second without an inode count. */
-	w->polls++;
-	bool periodic = w->polls % 20 == 0 || (w->max_files && !inodes && w->polls % 10 == 0);
-	bool bytes_near = w->max_bytes && w->base_bytes + used > w->max_bytes;
-	bool files_near = w->max_files && inodes && w->base_files + made > w->max_files;
-	if (!bytes_near && !files_near && !periodic)
-		return false;
-	/* Someone used the space: the sandbox, or another program on the
-	 * host. Count, and start again from here. */
-	ws_usage u;
-	ws_du(w->upper_fd, &u);
-	w->base_bytes = u.bytes;
-	w->base_files = u.entries;
-	w->avail0 = avail;
-	w->ffree0 = ffree;
-	if (w->max_bytes && u.bytes > w->max_bytes)
-		w->over = "max_size";
-	else if (w->max_files && u.entries > w->max_files)
-		w->over = "max_files";
-	else if (!u.complete && (bytes_near || files_near))
-		/* The filesystem says a bound may be passed and the count cannot
-		 * say otherwise (a directory made unreadable hides what it
-		 * holds): fail closed. */
-		w->over = "unreadable";
-	return w->over != NULL;
 }

@@ -28,6 +28,11 @@ typedef struct ws_plan {
 	uid_t user_uid;       /* root: the sandbox's user as the host sees it */
 	gid_t user_gid;
 	strv deny;            /* workspace.deny_changes */
+	int git;              /* workspace.git: WS_GIT_APPLY, WS_GIT_DROP, WS_GIT_DENY */
+	char *target;         /* where it is mounted inside, without the leading '/' */
+	bool made;            /* this run made the session (it was not there) */
+	bool payload_ran;     /* supervisor: no setup error; else a session this
+	                       * run made, still empty, goes with the run */
 	uint64_t max_bytes;   /* workspace.max_size: the upper layer's bound */
 	uint64_t max_files;   /* workspace.max_files: its bound in entries */
 	int upper_fd;         /* supervisor: the upper layer, watched */
@@ -48,8 +53,29 @@ typedef struct ws_change {
 	mode_t mode;          /* type and permission bits in the session (0: deleted) */
 	char *target;         /* a symlink's target as the payload wrote it */
 	bool denied;          /* workspace.deny_changes matches it or, for a
-	                       * replaced or removed directory, something below */
+	                       * replaced or removed directory, something below
+	                       * (and workspace.git makes no exception) */
+	const char *rule;     /* "apply", "denied", "git" (housekeeping applied),
+	                       * "dropped" (housekeeping left out) */
+	struct timespec mtime, atime;   /* in the session; zeros for a deletion */
+	const char *left;     /* apply: why it was left out, or NULL */
 } ws_change;
+
+/* workspace.git: what apply does with git's own housekeeping under a .git
+ * directory (ws_git_housekeeping) that workspace.deny_changes denies. */
+enum { WS_GIT_APPLY = 0, WS_GIT_DROP, WS_GIT_DENY };
+/* The rule's decision for `path` (kind, detail and mode as the scan found
+ * them): "git" (housekeeping: applied), "dropped" (left out: lock files
+ * always, housekeeping with WS_GIT_DROP), or NULL (deny_changes decides). */
+const char *ws_git_rule(int git, const char *path, const char *kind, const char *detail, mode_t mode);
+/* A change's time as ISO 8601 UTC with nanoseconds ("" for zero). */
+void ws_time_iso(char out[64], const struct timespec *t);
+
+/* The rules a scan marks changes with. */
+typedef struct ws_rules {
+	const strv *deny;     /* workspace.deny_changes, or NULL */
+	int git;              /* workspace.git */
+} ws_rules;
 
 /* How deep the scan goes in the upper layer (a payload chooses the depth). */
 #define WS_MAX_DEPTH 128
@@ -81,6 +107,9 @@ int ws_idmapped_lower(const ws_plan *w, uid_t to_uid, gid_t to_gid, nsbox_error 
  * upper layer and release the session. */
 int ws_scan(const char *upper, const char *lower, const strv *deny, ws_change **out, size_t *n,
             uint64_t *upper_bytes);
+/* The same, with workspace.git's rule too (ws_scan: WS_GIT_APPLY). */
+int ws_scan_rules(const char *upper, const char *lower, const ws_rules *rules, ws_change **out, size_t *n,
+                  uint64_t *upper_bytes);
 void ws_changes_free(ws_change *v, size_t n);
 /* A name for a person to read: control characters, bidirectional
  * overrides, '\\' and bytes that are not UTF-8 as \xNN (malloc'ed). */
