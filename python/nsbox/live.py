@@ -15,7 +15,8 @@ from .result import Result
 if TYPE_CHECKING:
     from .sandbox import Argv, OutputCallback, Sandbox, Stdin
 
-__all__ = ["LiveSandbox", "Context", "Files", "FileInfo", "Process", "Logs", "CONTEXT_LANGUAGES"]
+__all__ = ["LiveSandbox", "Context", "Files", "FileInfo", "Process", "Logs", "CONTEXT_LANGUAGES", "connect",
+           "sandboxes", "stop"]
 
 # The languages a context can run (the library's agents, src/lib/code/agents/).
 CONTEXT_LANGUAGES = ("python", "node")
@@ -178,17 +179,55 @@ class LiveSandbox:
     namespaces, root filesystem, limits (one cgroup shared by all execs),
     seccomp filter and credentials, and a pid namespace of its own: what a
     command starts dies with it. Every exec and cell is governed by the
-    sandbox's policy as a run is (audit log, artifacts, import gate). Made by
-    ``Sandbox.start()``; a context manager; ``close()`` ends it and
-    everything in it."""
+    sandbox's policy as a run is (audit log, artifacts, import gate).
 
-    def __init__(self, sandbox: "Sandbox") -> None:
+    It has a name and a monitor process of its own, so it shows in
+    ``nsbox ps`` and any process of the same user can attach to it
+    (``nsbox.connect(name)``, ``nsbox exec NAME``). Made by
+    ``Sandbox.start()``, it belongs to this process: it ends with ``close()``
+    (or the ``with`` block), or when this process exits, unless
+    ``detach()``ed; ``idle_timeout`` and ``lifetime`` bound it either way.
+    One from ``nsbox.connect`` belongs to no one here: ``close()`` lets it
+    go, ``stop()`` ends it."""
+
+    def __init__(self, sandbox: Optional["Sandbox"], *, name: Optional[str] = None,
+                 idle_timeout: Union[None, str, float] = None, lifetime: Union[None, str, float] = None,
+                 publish: Any = (), pause_when_idle: bool = False, detach: bool = False,
+                 _attach: Optional[str] = None) -> None:
+        from .sandbox import _timeout_ms
         self._sandbox = sandbox
         self._contexts: List["Context"] = []
         self._processes: List[Process] = []
         self._lock = threading.Lock()
-        self._live = _call(_nsbox.Live, sandbox.policy, sandbox._settings)
+        self._owner = _attach is None and not detach
+        if _attach is not None:
+            self._live = _call(_nsbox.Live, attach=_attach)
+        else:
+            assert sandbox is not None
+            flags = (1 if detach else 0) | (2 if pause_when_idle else 0)
+            pub = [_publish_spec(p) for p in (publish or ())]
+            self._live = _call(_nsbox.Live, sandbox.policy, sandbox._settings, name, _timeout_ms(idle_timeout),
+                               _timeout_ms(lifetime), pub, flags)
         self.files = Files(self)
+
+    @property
+    def name(self) -> Optional[str]:
+        """Its name: ``nsbox ps`` lists it, ``nsbox.connect(name)`` attaches."""
+        return self._live.name
+
+    def detach(self) -> None:
+        """Let the sandbox outlive this process and this handle (its idle
+        timeout and lifetime still bound it)."""
+        _call(self._live.detach)
+        self._owner = False
+
+    def stop(self) -> None:
+        """End the sandbox and everything in it, whoever started it."""
+        with self._lock:
+            contexts, self._contexts = self._contexts, []
+        for c in contexts:
+            c.close()
+        self._live.close(True)
 
     @property
     def id(self) -> Optional[str]:
@@ -281,9 +320,25 @@ class LiveSandbox:
         return bool(self._live.paused)
 
     def processes(self) -> List[Process]:
-        """The background processes started here (running or ended)."""
+        """The sandbox's background processes, running or ended (those other
+        clients started too)."""
+        import json
+        listed = json.loads(_call(self._live.process_list))
         with self._lock:
-            return list(self._processes)
+            mine = {p.id: p for p in self._processes}
+        out = []
+        for d in listed:
+            p = mine.get(d["id"])
+            if p is None:
+                p = Process(self, _call(self._live.process, d["id"]), [])
+                with self._lock:
+                    self._processes.append(p)
+            out.append(p)
+        return out
+
+    def process(self, id: str) -> Process:
+        """The background process ``id`` (``nsbox exec --detach`` prints it)."""
+        return Process(self, _call(self._live.process, id), [])
 
     def context(self, language: str = "python", name: Optional[str] = None) -> "Context":
         """A persistent interpreter in this sandbox (started now)."""
@@ -293,12 +348,14 @@ class LiveSandbox:
         return ctx
 
     def close(self) -> None:
-        """End the sandbox and everything in it; idempotent."""
+        """Let the sandbox go: one this process started (and did not
+        detach) ends, with everything in it; one attached to with
+        ``nsbox.connect`` runs on. Idempotent."""
         with self._lock:
             contexts, self._contexts = self._contexts, []
         for c in contexts:
             c.close()
-        self._live.close()
+        self._live.close(self._owner)
 
     def __enter__(self) -> "LiveSandbox":
         return self
@@ -307,7 +364,43 @@ class LiveSandbox:
         self.close()
 
     def __repr__(self) -> str:
-        return "nsbox.LiveSandbox(id=%r)" % (self.id,)
+        return "nsbox.LiveSandbox(name=%r, id=%r)" % (self.name, self.id)
+
+
+def _publish_spec(p: Any) -> str:
+    """``8080`` (any free host port), ``(host_port, port)``,
+    ``(host, host_port, port)``, or the CLI's "[ADDR:]HOSTPORT:PORT"."""
+    if isinstance(p, int):
+        return "0:%d" % p
+    if isinstance(p, str):
+        return p
+    t = tuple(p)
+    if len(t) == 2:
+        return "%d:%d" % (int(t[0]), int(t[1]))
+    if len(t) == 3:
+        host = str(t[0])
+        return "%s:%d:%d" % ("[%s]" % host if ":" in host else host, int(t[1]), int(t[2]))
+    raise ValueError("publish: expected a port, (host_port, port), (host, host_port, port) or "
+                     "'[ADDR:]HOSTPORT:PORT'")
+
+
+def connect(name: str) -> LiveSandbox:
+    """Attach to the running sandbox ``name`` (yours: same user; started by
+    ``nsbox start``, ``Sandbox.start`` in any process, or an MCP server).
+    ``close()`` lets it go; ``stop()`` ends it."""
+    return LiveSandbox(None, _attach=name)
+
+
+def sandboxes() -> List[Dict[str, Any]]:
+    """Your running sandboxes, as ``nsbox ps --json`` lists them: name, id,
+    image, started, paused, published ports, contexts..."""
+    import json
+    return list(json.loads(_call(_nsbox.live_list)))
+
+
+def stop(name: str) -> None:
+    """End the sandbox ``name`` and wait until it is gone."""
+    _call(_nsbox.live_stop, name)
 
 
 class Context:

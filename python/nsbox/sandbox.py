@@ -244,12 +244,23 @@ class Sandbox:
         """``run_code`` for asyncio, cancellable as ``arun``."""
         return await self._arun(None, _code_bytes(code, language), language, stdin, timeout, on_stdout, on_stderr)
 
-    def start(self) -> "LiveSandbox":
+    def start(self, *, name: Optional[str] = None, idle_timeout: Union[None, str, float] = None,
+              lifetime: Union[None, str, float] = None, publish: Any = (), pause_when_idle: bool = False,
+              detach: bool = False) -> "LiveSandbox":
         """A long-lived sandbox from this configuration (set up now): run
-        commands in it with ``exec``, keep an interpreter with ``context``;
-        a context manager (``with sb.start() as live: ...``)."""
+        commands in it with ``exec``, keep an interpreter with ``context``,
+        move files with ``files``; a context manager (``with sb.start() as
+        live: ...``). ``name`` (default: generated) is how ``nsbox ps``,
+        ``nsbox exec NAME`` and ``nsbox.connect(name)`` find it. It ends
+        with ``close()``, when this process exits (unless ``detach`` or
+        ``detach()``), after ``idle_timeout`` without a request or a
+        running background process (paused instead with
+        ``pause_when_idle``), and after ``lifetime``. ``publish``: ports
+        forwarded from the host's loopback (``[8080]``: any free host port;
+        ``[(18080, 8080)]``; ``["0.0.0.0:18080:8080"]``)."""
         from .live import LiveSandbox
-        return LiveSandbox(self)
+        return LiveSandbox(self, name=name, idle_timeout=idle_timeout, lifetime=lifetime, publish=publish,
+                           pause_when_idle=pause_when_idle, detach=detach)
 
     # ---- internals -------------------------------------------------------
 

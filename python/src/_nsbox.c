@@ -181,6 +181,41 @@ static PyObject *py_images(PyObject *self, PyObject *unused)
 	return list;
 }
 
+/* live_list() -> JSON text: the caller's started sandboxes. */
+static PyObject *py_live_list(PyObject *self, PyObject *unused)
+{
+	(void) self;
+	(void) unused;
+	char *json = NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_live_list(&json, &e);
+	Py_END_ALLOW_THREADS
+	if (r < 0)
+		return raise_error(e, r);
+	PyObject *o = PyUnicode_FromString(json);
+	free(json);
+	return o;
+}
+
+/* live_stop(name): end a started sandbox and wait until it is gone. */
+static PyObject *py_live_stop(PyObject *self, PyObject *args)
+{
+	(void) self;
+	const char *name;
+	if (!PyArg_ParseTuple(args, "s", &name))
+		return NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_live_stop(name, &e);
+	Py_END_ALLOW_THREADS
+	if (r < 0)
+		return raise_error(e, r);
+	Py_RETURN_NONE;
+}
+
 static PyObject *py_check(PyObject *self, PyObject *unused)
 {
 	(void) self;
@@ -444,6 +479,8 @@ static PyMethodDef methods[] = {
 	{ "env_settings", py_env_settings, METH_NOARGS, "The NSBOX_* variables and their keys." },
 	{ "languages", py_languages, METH_NOARGS, "The languages of code runs." },
 	{ "images", py_images, METH_NOARGS, "The images this user may run." },
+	{ "live_list", py_live_list, METH_NOARGS, "The started sandboxes as JSON." },
+	{ "live_stop", py_live_stop, METH_VARARGS, "Stop a started sandbox." },
 	{ "check", py_check, METH_NOARGS, "The host check as JSON." },
 	{ "session_list", py_session_list, METH_VARARGS, "Session names (the caller's, or all)." },
 	{ "session_diff", py_session_diff, METH_VARARGS, "A session's changes as one patch (bytes)." },

@@ -79,42 +79,70 @@ static void leave(Live *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* Live(policy, settings, name, idle_ms, lifetime_ms, publish, flags): a
+ * started sandbox (nsbox_live_start: its own monitor, a name, in nsbox ps);
+ * Live(None, None, attach=NAME): a handle on a running one. */
 static PyObject *live_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	PyObject *policy, *settings;
-	(void) kw;
-	if (!PyArg_ParseTuple(args, "OO", &policy, &settings))
+	static char *kwlist[] = { "policy", "settings", "name", "idle_ms", "lifetime_ms", "publish", "flags", "attach",
+		                  NULL };
+	PyObject *policy = Py_None, *settings = Py_None, *publish = Py_None;
+	const char *name = NULL, *attach = NULL;
+	unsigned long long idle_ms = 0, lifetime_ms = 0;
+	unsigned int flags = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOzKKOIz", kwlist, &policy, &settings, &name, &idle_ms,
+	                                 &lifetime_ms, &publish, &flags, &attach))
 		return NULL;
-	nsbox_config *cfg = build_config(policy, settings);
-	if (!cfg)
-		return NULL;
-	static const char *const placeholder[] = { "true", NULL };
-	nsbox_error *e = NULL;
-	int r = nsbox_config_set_command(cfg, 1, placeholder, &e);
-	if (r < 0) {
-		nsbox_config_free(cfg);
-		return raise_error(e, r);
-	}
 	Live *l = (Live *) type->tp_alloc(type, 0);
-	if (!l) {
-		nsbox_config_free(cfg);
+	if (!l)
 		return NULL;
-	}
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->idle, NULL);
-	nsbox_spawn_options o = {
-		.version = NSBOX_SPAWN_OPTIONS_VERSION,
-		.flags = NSBOX_SPAWN_KEEP,
-		.config = cfg,
-		.stdin_fd = -1,
-		.stdout_fd = -1,
-		.stderr_fd = -1,
-		.signal_fd = -1,
-		.stats_fd = -1,
-	};
+	nsbox_error *e = NULL;
+	int r;
+	if (attach) {
+		Py_BEGIN_ALLOW_THREADS
+		r = nsbox_live_connect(attach, &l->sb, &e);
+		Py_END_ALLOW_THREADS
+		if (r < 0) {
+			Py_DECREF(l);
+			return raise_error(e, r);
+		}
+		return (PyObject *) l;
+	}
+	nsbox_config *cfg = build_config(policy, settings);
+	if (!cfg) {
+		Py_DECREF(l);
+		return NULL;
+	}
+	/* "[ADDR:]HOSTPORT:PORT" strings, kept alive by the list. */
+	Py_ssize_t np = publish == Py_None ? 0 : PySequence_Size(publish);
+	const char **pub = np >= 0 ? calloc((size_t) np + 1, sizeof(char *)) : NULL;
+	for (Py_ssize_t i = 0; pub && i < np; i++) {
+		PyObject *it = PySequence_GetItem(publish, i);
+		pub[i] = it ? PyUnicode_AsUTF8(it) : NULL;
+		Py_XDECREF(it);   /* the sequence keeps it */
+		if (!pub[i]) {
+			free(pub);
+			pub = NULL;
+		}
+	}
+	if (!pub) {
+		nsbox_config_free(cfg);
+		Py_DECREF(l);
+		return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+	}
+	nsbox_live_options o = { .version = NSBOX_LIVE_OPTIONS_VERSION,
+		                 .flags = flags,
+		                 .config = cfg,
+		                 .name = name,
+		                 .idle_timeout_ms = idle_ms,
+		                 .lifetime_ms = lifetime_ms,
+		                 .publish = pub };
 	Py_BEGIN_ALLOW_THREADS
-	r = nsbox_spawn(&o, &l->sb, &e);
+	r = nsbox_live_start(&o, &l->sb, &e);
 	Py_END_ALLOW_THREADS
+	free(pub);
 	nsbox_config_free(cfg);
 	if (r < 0) {
 		Py_DECREF(l);
@@ -123,8 +151,10 @@ static PyObject *live_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	return (PyObject *) l;
 }
 
-/* Kill the sandbox, wait for the calls in flight, free it. */
-static void live_shut(Live *l)
+/* Let the sandbox go: with stop, it ends (the calls in flight end with
+ * it); without, only this handle goes (an owner's still stops it: the
+ * library's rule). Wait for the calls in flight, free the handle. */
+static void live_shut(Live *l, bool stop)
 {
 	pthread_mutex_lock(&l->lock);
 	if (!l->sb || l->closing) {
@@ -156,7 +186,8 @@ static void live_shut(Live *l)
 	free(l->forwards);
 	l->forwards = NULL;
 	l->n_forwards = 0;
-	(void) nsbox_sandbox_kill(l->sb, SIGKILL);
+	if (stop)
+		(void) nsbox_sandbox_kill(l->sb, SIGKILL);
 	while (l->busy)
 		pthread_cond_wait(&l->idle, &l->lock);
 	nsbox_sandbox *sb = l->sb;
@@ -168,19 +199,50 @@ static void live_shut(Live *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
-static PyObject *live_close(Live *l, PyObject *unused)
+/* close(stop): see live_shut. */
+static PyObject *live_close(Live *l, PyObject *args)
 {
-	(void) unused;
+	int stop = 1;
+	if (!PyArg_ParseTuple(args, "|p", &stop))
+		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	live_shut(l);
+	live_shut(l, stop);
 	Py_END_ALLOW_THREADS
 	Py_RETURN_NONE;
 }
 
+/* detach(): the sandbox outlives this process (and this handle). */
+static PyObject *live_detach(Live *l, PyObject *unused)
+{
+	(void) unused;
+	if (!enter(l))
+		return NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_live_detach(l->sb, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r < 0)
+		return raise_error(e, r);
+	Py_RETURN_NONE;
+}
+
+static PyObject *live_name(Live *l, void *unused)
+{
+	(void) unused;
+	pthread_mutex_lock(&l->lock);
+	const char *n = l->sb ? nsbox_live_name(l->sb) : NULL;
+	PyObject *r = n ? PyUnicode_FromString(n) : (Py_INCREF(Py_None), Py_None);
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}
+
 static void live_dealloc(Live *l)
 {
-	/* Execs hold a reference: none is running. */
-	live_shut(l);
+	/* Execs hold a reference: none is running. An owner's handle stops
+	 * its sandbox (the library's rule); an attached one lets go. */
+	live_shut(l, false);
 	pthread_cond_destroy(&l->idle);
 	pthread_mutex_destroy(&l->lock);
 	Py_TYPE(l)->tp_free((PyObject *) l);
@@ -482,6 +544,59 @@ static PyObject *live_spawn(Live *l, PyObject *args)
 	return (PyObject *) p;
 }
 
+/* process(id) -> Process: a started sandbox's process by id (one another
+ * client started too). */
+static PyObject *live_process(Live *l, PyObject *args)
+{
+	const char *id;
+	if (!PyArg_ParseTuple(args, "s", &id))
+		return NULL;
+	Process *p = (Process *) ProcessType.tp_alloc(&ProcessType, 0);
+	if (!p || !enter(l)) {
+		Py_XDECREF(p);
+		return NULL;
+	}
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_process_attach(l->sb, id, &p->proc, &e);
+	Py_END_ALLOW_THREADS
+	if (r == 0) {
+		Py_INCREF(l);
+		p->live = l;
+		pthread_mutex_lock(&l->lock);
+		p->next = l->processes;
+		l->processes = p;
+		pthread_mutex_unlock(&l->lock);
+	}
+	leave(l);
+	if (r < 0) {
+		Py_DECREF(p);
+		return raise_error(e, r);
+	}
+	return (PyObject *) p;
+}
+
+/* process_list() -> JSON: a started sandbox's processes. */
+static PyObject *live_process_list(Live *l, PyObject *unused)
+{
+	(void) unused;
+	if (!enter(l))
+		return NULL;
+	char *json = NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_process_list(l->sb, &json, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r < 0)
+		return raise_error(e, r);
+	PyObject *o = PyUnicode_FromString(json);
+	free(json);
+	return o;
+}
+
 /* Kill it if it runs and release it, once; off the sandbox's list. */
 static void process_shut(Process *p)
 {
@@ -674,6 +789,8 @@ static PyObject *live_id(Live *l, void *unused)
 static PyMethodDef live_methods[] = {
 	{ "exec", (PyCFunction) live_exec, METH_VARARGS, "Run a command or code in the sandbox; the JSON record." },
 	{ "spawn", (PyCFunction) live_spawn, METH_VARARGS, "Start a background process." },
+	{ "process", (PyCFunction) live_process, METH_VARARGS, "A process of the sandbox's by id." },
+	{ "process_list", (PyCFunction) live_process_list, METH_NOARGS, "The sandbox's processes as JSON." },
 	{ "expose", (PyCFunction) live_expose, METH_VARARGS, "Publish a port; the host port." },
 	{ "pause", (PyCFunction) live_pause, METH_VARARGS, "Freeze (True) or thaw (False) the sandbox." },
 	{ "file_read", (PyCFunction) live_file_read, METH_VARARGS, "A file's bytes." },
@@ -682,13 +799,15 @@ static PyMethodDef live_methods[] = {
 	{ "file_stat", (PyCFunction) live_file_stat, METH_VARARGS, "What is at a path, or None." },
 	{ "file_remove", (PyCFunction) live_file_remove, METH_VARARGS, "Remove a path." },
 	{ "file_mkdir", (PyCFunction) live_file_mkdir, METH_VARARGS, "Make a directory." },
-	{ "close", (PyCFunction) live_close, METH_NOARGS, "End the sandbox." },
+	{ "close", (PyCFunction) live_close, METH_VARARGS, "Let the sandbox go; close(True) ends it." },
+	{ "detach", (PyCFunction) live_detach, METH_NOARGS, "Let the sandbox outlive this process." },
 	{ NULL, NULL, 0, NULL },
 };
 
 static PyGetSetDef live_getset[] = {
 	{ "id", (getter) live_id, NULL, "the sandbox's id", NULL },
 	{ "paused", (getter) live_paused, NULL, "whether it is paused", NULL },
+	{ "name", (getter) live_name, NULL, "the sandbox's name", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 

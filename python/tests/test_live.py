@@ -151,9 +151,9 @@ for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
     signal.signal(s, lambda n, f: got.append(n))
 
 
-def armed():
+def armed(sid):
     """Whether an init made ahead waits: a child of the keeper, both named
-    nsbox-init, in this session."""
+    nsbox-init, in session sid."""
     procs = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -163,17 +163,19 @@ def armed():
             continue
         fields = rest.split()
         procs[pid] = (head.split("(", 1)[1], fields[1], int(fields[3]))
-    me = os.getsid(0)
-    return any(c == "nsbox-init" and s == me and procs.get(pp, ("",))[0] == "nsbox-init"
+    return any(c == "nsbox-init" and s == sid and procs.get(pp, ("",))[0] == "nsbox-init"
                for c, pp, s in procs.values())
 
 
 with nsbox.Sandbox(rootfs=sys.argv[1]).start() as live:
     live.exec("true")            # the next exec's init is made ahead after this one
+    monitor = [d["monitor_pid"] for d in nsbox.sandboxes() if d["name"] == live.name][0]
+    theirs = os.getsid(monitor)
     deadline = time.monotonic() + 30
-    while not armed() and time.monotonic() < deadline:
+    while not armed(theirs) and time.monotonic() < deadline:
         time.sleep(0.01)
-    waiting = armed()
+    # Made ahead, in the monitor's session: not this program's.
+    waiting = armed(theirs) and theirs != os.getsid(0) and not armed(os.getsid(0))
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
         os.killpg(os.getpgrp(), s)
     while len(got) < 4 and time.monotonic() < deadline:
@@ -185,8 +187,8 @@ with nsbox.Sandbox(rootfs=sys.argv[1]).start() as live:
 
 def test_signals_to_the_callers_group_do_not_reach_a_later_exec(rootfs):
     """The keeper and the init made ahead for the next exec are in the
-    embedding program's process group: a ^C or an interrupt meant for the
-    program, while they wait, is not the next command's."""
+    sandbox's monitor's session, not the embedding program's: a ^C or an
+    interrupt meant for the program is not the next command's."""
     out = subprocess.run([sys.executable, "-c", GROUP_SIGNALS, rootfs], start_new_session=True,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -171,22 +171,24 @@ def test_pause_and_resume(rootfs):
 
 
 def test_an_owner_killed_while_paused_leaves_nothing(rootfs):
-    # A paused sandbox's processes cannot die while frozen (cgroup v1): the
-    # janitor thaws them when its owner is SIGKILLed, then removes it all.
+    # A paused sandbox's processes cannot die while frozen (cgroup v1): when
+    # its owner is SIGKILLed, the monitor stops it (thawed first), and the
+    # cgroups go with it.
     import os
     import signal
     import subprocess
     import sys
     code = ("import nsbox, sys\nlv = nsbox.Sandbox(rootfs=%r).start()\nlv.spawn(['sleep', '600'])\n"
             "try:\n    lv.pause()\nexcept nsbox.SandboxError:\n    print('no-freezer', flush=True)\n"
-            "    sys.exit(0)\nprint('paused', flush=True)\nsys.stdin.read()\n" % rootfs)
+            "    sys.exit(0)\nprint('paused', lv.name, flush=True)\nsys.stdin.read()\n" % rootfs)
     p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    said = p.stdout.readline().strip()
-    if said == "no-freezer":
+    said = p.stdout.readline().split()
+    if said == ["no-freezer"]:
         p.wait(30)
         pytest.skip("no cgroup freezer for this identity")
-    assert said == "paused"
-    mine = "nsbox-%d-" % p.pid
+    assert said[0] == "paused"
+    monitor = [d["monitor_pid"] for d in nsbox.sandboxes() if d["name"] == said[1]][0]
+    mine = "nsbox-%d-" % monitor
     v1 = os.path.isdir("/sys/fs/cgroup/freezer")
     frozen = [d for d in os.listdir("/sys/fs/cgroup/freezer") if d.startswith(mine)] if v1 else []
     assert frozen or not v1, "paused, yet no freezer cgroup of %d" % p.pid   # (v2: cgroup.freeze)
@@ -197,7 +199,8 @@ def test_an_owner_killed_while_paused_leaves_nothing(rootfs):
     while left and time.monotonic() < deadline:
         time.sleep(0.1)
         left = [d for d in frozen if os.path.exists("/sys/fs/cgroup/freezer/" + d)]
-    assert not left, "the janitor left %s" % left
+    assert not left, "the monitor left %s" % left
+    assert said[1] not in [d["name"] for d in nsbox.sandboxes()]
     for ctrl in ("memory", "pids", "cpu"):
         d = "/sys/fs/cgroup/" + ctrl
         if os.path.isdir(d):

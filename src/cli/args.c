@@ -13,7 +13,7 @@ enum {
 	OPT_KEY = 256,   /* a plain setting: the row's key takes the value */
 	OPT_POLICY, OPT_TRUST, OPT_JSON, OPT_RESULT_FILE, OPT_INTERACTIVE, OPT_SYSFS, OPT_SECCOMP_LOG,
 	OPT_ALLOW_HOST_LOOPBACK, OPT_REQUIRE_CGROUP, OPT_ULIMIT, OPT_STATS_INTERVAL, OPT_STATS_FILE,
-	OPT_MAX_OUTPUT, OPT_HELP, OPT_NAME, OPT_IDLE_TIMEOUT, OPT_LIFETIME,
+	OPT_MAX_OUTPUT, OPT_HELP, OPT_NAME, OPT_IDLE_TIMEOUT, OPT_LIFETIME, OPT_PUBLISH, OPT_PAUSE_IDLE,
 };
 
 static const opt_def run_opts[] = {
@@ -83,6 +83,10 @@ static const opt_def run_opts[] = {
 	{ "name", 0, "NAME", OPT_NAME, "(start) the sandbox's name (default: sb-RANDOM)", NULL },
 	{ "idle-timeout", 0, "DURATION", OPT_IDLE_TIMEOUT, "(start) end it after this long without an exec", NULL },
 	{ "lifetime", 0, "DURATION", OPT_LIFETIME, "(start) end it this long after it started", NULL },
+	{ "publish", 'p', "[ADDR:]HOSTPORT:PORT", OPT_PUBLISH, "(start) forward a host port (loopback by default;\n"
+	  "HOSTPORT 0: any free one) to PORT inside, whatever\nthe network (repeatable)", NULL },
+	{ "pause-when-idle", 0, NULL, OPT_PAUSE_IDLE, "(start) pause it when idle instead of ending it; the\nnext "
+	  "request resumes it", NULL },
 	{ 0 },
 };
 
@@ -159,10 +163,23 @@ static int take(run_args *a, int id, const opt_def *d, const char *v, bool start
 		return 0;
 	case OPT_SYSFS: return push(a, "filesystem.sysfs", "true", "--sysfs");
 	case OPT_INTERACTIVE: a->interactive = true; return 0;
-	case OPT_NAME: case OPT_IDLE_TIMEOUT: case OPT_LIFETIME:
+	case OPT_NAME: case OPT_IDLE_TIMEOUT: case OPT_LIFETIME: case OPT_PUBLISH: case OPT_PAUSE_IDLE:
 		if (!start) {
 			snprintf(errbuf, errlen, "option '--%s' is for nsbox start", d->name);
 			return -1;
+		}
+		if (id == OPT_PAUSE_IDLE) {
+			a->pause_when_idle = true;
+			return 0;
+		}
+		if (id == OPT_PUBLISH) {
+			const char **p = realloc(a->publish, (a->n_publish + 2) * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			a->publish = p;
+			p[a->n_publish++] = v;
+			p[a->n_publish] = NULL;
+			return 0;
 		}
 		*(id == OPT_NAME ? &a->name : id == OPT_LIFETIME ? &a->lifetime : &a->idle_timeout) = v;
 		return 0;
@@ -275,4 +292,7 @@ void run_args_free(run_args *a)
 	free(a->settings);
 	a->settings = NULL;
 	a->n_settings = 0;
+	free(a->publish);
+	a->publish = NULL;
+	a->n_publish = 0;
 }

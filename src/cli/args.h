@@ -37,6 +37,9 @@ typedef struct run_args {
 	const char *name;         /* nsbox start: --name, --idle-timeout, --lifetime */
 	const char *idle_timeout;
 	const char *lifetime;
+	const char **publish;     /* --publish, NULL-terminated (malloc'ed) */
+	size_t n_publish;
+	bool pause_when_idle;
 	int argc;                 /* the command */
 	char **argv;
 	bool help;

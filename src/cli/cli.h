@@ -35,6 +35,16 @@ int cli_main(int argc, char **argv);
 void print_error(const nsbox_error *e);
 void print_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A library warning on stderr ("nsbox: warning: ..."): an on_warning. */
+void cli_print_warning(void *userdata, const char *message);
+struct run_args;
+/* The configuration of parsed run options, as nsbox run builds it. */
+int cli_build_config(const struct run_args *a, nsbox_config **out, nsbox_error **e);
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT blocked and read from the signalfd
+ * returned (the run forwards them); old: the mask to restore. */
+#include <signal.h>
+int cli_signals_to_fd(sigset_t *old);
+
 /* Defaults, then the policy (FILE, or none), as the run and policy commands
  * build them. */
 int config_with_policy(const char *policy, nsbox_config **out, nsbox_error **err);

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "opts.h"
+#include "live/live_cli.h"
 
 void print_msg(const char *fmt, ...)
 {
@@ -108,10 +109,15 @@ static const struct command {
 	{ "run", cmd_run, "run [OPTIONS] [--] COMMAND [ARG...]", "run a command in a fresh sandbox" },
 	{ "run-code", cmd_run_code, "run-code --lang python|node|bash (-c CODE | FILE | -) [OPTIONS]",
 	  "run a code snippet in a fresh sandbox" },
-	{ "start", cmd_start, "start [--name NAME] [--idle-timeout D] [--lifetime D] [RUN OPTIONS]",
+	{ "start", cmd_start, "start [--name NAME] [--idle-timeout D] [--lifetime D] [-p PORTS] [RUN OPTIONS]",
 	  "start a long-lived sandbox, print its name" },
 	{ "exec", cmd_exec, "exec NAME [OPTIONS] [--] COMMAND [ARG...]", "run a command (or a cell) in a started sandbox" },
+	{ "cp", cmd_cp, "cp SRC NAME:DST | NAME:SRC DST", "copy a file into or out of a started sandbox" },
+	{ "ls", cmd_ls, "ls NAME [PATH] [--json]", "list a directory inside a started sandbox" },
+	{ "process", cmd_process, "process ls|logs|kill|wait NAME [ID]", "its background processes (exec --detach)" },
 	{ "ps", cmd_ps, "ps [--json]", "list the started sandboxes" },
+	{ "pause", cmd_pause, "pause NAME", "freeze a started sandbox (CPU stops, memory stays)" },
+	{ "resume", cmd_resume, "resume NAME", "thaw a paused sandbox" },
 	{ "stop", cmd_stop, "stop NAME", "end a started sandbox" },
 	{ "mcp", cmd_mcp, "mcp [RUN OPTIONS]", "serve the sandbox's tools to an MCP client on stdio" },
 	{ "docker", cmd_docker, "docker run|exec|ps|stop|rm|logs|inspect|images ...",

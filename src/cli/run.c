@@ -56,13 +56,13 @@ static int emit_record(const nsbox_result *r, const run_args *a)
 	return rc;
 }
 
-static void print_warning(void *userdata, const char *message)
+void cli_print_warning(void *userdata, const char *message)
 {
 	(void) userdata;
 	print_msg("warning: %s", message);
 }
 
-static int build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
+int cli_build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
 {
 	nsbox_config *cfg = NULL;
 	int r = config_with_policy(a->policy, &cfg, e);
@@ -76,7 +76,7 @@ static int build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
 
 /* SIGINT/SIGTERM/SIGHUP/SIGQUIT go to the supervisor's signalfd, which
  * forwards them to the sandbox. */
-static int signals_to_fd(sigset_t *old)
+int cli_signals_to_fd(sigset_t *old)
 {
 	sigset_t set;
 	(void) sigprocmask(SIG_SETMASK, NULL, old);
@@ -148,7 +148,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	int rc = EXIT_SETUP;
 	uint64_t stats_ms = 0;
 	int stats_fd = -1;
-	if (build_config(&a, &cfg, &e) < 0) {
+	if (cli_build_config(&a, &cfg, &e) < 0) {
 		/* A bad option value is a run that failed before it started. */
 		print_error(e);
 		nsbox_result *r = NULL;
@@ -161,7 +161,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	if (open_stats(&a, &stats_ms, &stats_fd) < 0)
 		goto out;
 	sigset_t old;
-	int sfd = signals_to_fd(&old);
+	int sfd = cli_signals_to_fd(&old);
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
 		.flags = ((a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0) | NSBOX_RUN_UNDUMPABLE,
@@ -175,7 +175,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 		.signal_fd = sfd,
 		.stats_interval_ms = stats_ms,
 		.stats_fd = stats_fd,
-		.on_warning = print_warning,
+		.on_warning = cli_print_warning,
 	};
 	nsbox_result *res = NULL;
 	int ran = nsbox_run(&o, &res, &e);

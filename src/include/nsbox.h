@@ -217,6 +217,65 @@ int nsbox_sandbox_pause(nsbox_sandbox *sb, nsbox_error **err);
 int nsbox_sandbox_resume(nsbox_sandbox *sb, nsbox_error **err);
 bool nsbox_sandbox_paused(const nsbox_sandbox *sb);
 
+/* ---- started sandboxes: named, shared between processes -------------------- */
+
+/* nsbox_live_start() starts a long-lived sandbox owned by a monitor process
+ * of its own (nsbox-monitor, exec'd from pkglibexecdir, beside libnsbox, or
+ * from NSBOX_MONITOR), listening on NAME.sock in the caller's private
+ * directory of sandboxes (/var/lib/nsbox/state/sandboxes as root, else
+ * $XDG_STATE_HOME/nsbox/sandboxes or ~/.local/state/nsbox/sandboxes). The
+ * handle it returns is an nsbox_sandbox like NSBOX_SPAWN_KEEP's: nsbox_run
+ * (commands, code, and cells of its contexts), the files, processes,
+ * published ports, pause and contexts all work on it, each a request to
+ * the monitor, which does it with this library there, governed by the
+ * sandbox's configuration. Any process of the same user (in the same user
+ * namespace) attaches by name with nsbox_live_connect(); `nsbox ps` lists
+ * it. No daemon: the monitor ends with its sandbox.
+ *
+ * Unless NSBOX_LIVE_DETACHED, the calling process owns the sandbox: it
+ * stops when the owner exits, and nsbox_sandbox_free() on the owner's
+ * handle stops it; nsbox_live_detach() lets it outlive the owner. A handle
+ * from nsbox_live_connect() owns nothing: its free only lets go. A sandbox
+ * also stops after idle_timeout_ms with no request served and no
+ * background process running (with NSBOX_LIVE_PAUSE_WHEN_IDLE it is paused
+ * instead, and resumed by the next request), and after lifetime_ms. */
+#define NSBOX_LIVE_DETACHED        (1u << 0)
+#define NSBOX_LIVE_PAUSE_WHEN_IDLE (1u << 1)
+#define NSBOX_LIVE_OPTIONS_VERSION 1
+typedef struct nsbox_live_options {
+	uint32_t version;             /* NSBOX_LIVE_OPTIONS_VERSION */
+	uint32_t flags;               /* NSBOX_LIVE_* */
+	const nsbox_config *config;   /* required; the command in it is not run */
+	const char *name;             /* NULL: a generated one (sb-XXXXXXXX) */
+	uint64_t idle_timeout_ms;     /* 0: none */
+	uint64_t lifetime_ms;         /* 0: none */
+	const char *const *publish;   /* NULL-terminated "[ADDR:]HOSTPORT:PORT" (loopback by default) */
+} nsbox_live_options;
+/* -EEXIST when a sandbox of that name runs. */
+int nsbox_live_start(const nsbox_live_options *o, nsbox_sandbox **out, nsbox_error **err);
+/* -ESRCH when there is no such sandbox (of this user). */
+int nsbox_live_connect(const char *name, nsbox_sandbox **out, nsbox_error **err);
+/* The sandbox's name; NULL for a handle of nsbox_spawn(). */
+const char *nsbox_live_name(const nsbox_sandbox *sb);
+int nsbox_live_detach(nsbox_sandbox *sb, nsbox_error **err);
+/* Stop NAME and wait until it, its cgroup and its files are gone. */
+int nsbox_live_stop(const char *name, nsbox_error **err);
+/* A directory of nsbox's state, LEAF ("sandboxes", "docker"): as root
+ * /var/lib/nsbox/state/LEAF, else $XDG_STATE_HOME/nsbox/LEAF or
+ * ~/.local/state/nsbox/LEAF, created 0700 with create, checked to be the
+ * caller's own and private; its path in path. An fd, or -errno (-ENOENT
+ * without create: none yet). */
+int nsbox_state_dir(const char *leaf, char *path, size_t len, bool create, nsbox_error **err);
+/* A name of a sandbox (or a container): letters, digits, '-', '_', '.';
+ * at most 63; not starting with '.' or '-'. */
+bool nsbox_name_ok(const char *name);
+/* The caller's running sandboxes as a JSON array (malloc'ed) of objects:
+ * name, id, monitor_pid, started, image, idle_timeout_ms, lifetime_ms,
+ * paused, pause_when_idle, owned, warning, enforced_by, published
+ * [{host, host_port, port}], contexts [{name, language}],
+ * processes_running. */
+int nsbox_live_list(char **json, nsbox_error **err);
+
 /* ---- files in a long-lived sandbox ---------------------------------------- */
 
 /* Each operation runs inside the sandbox (NSBOX_SPAWN_KEEP) as its user,
@@ -294,6 +353,13 @@ int nsbox_process_kill(nsbox_process *p, int sig);
 int nsbox_process_wait(nsbox_process *p, uint64_t timeout_ms, nsbox_result **out, nsbox_error **err);
 /* Kills it if it runs, waits, releases it. */
 void nsbox_process_free(nsbox_process *p);
+/* A started sandbox's processes (nsbox_live_start), which outlive the
+ * handles that started them: a handle of process `id` (-ENOENT: none), and
+ * the list as a JSON array of {id, running, stdout_bytes, stderr_bytes}
+ * (malloc'ed). -ENOTSUP for a sandbox of nsbox_spawn(), whose processes
+ * are its caller's handles. */
+int nsbox_process_attach(nsbox_sandbox *sb, const char *id, nsbox_process **out, nsbox_error **err);
+int nsbox_process_list(nsbox_sandbox *sb, char **json, nsbox_error **err);
 
 /* ---- published ports of a long-lived sandbox ------------------------------ */
 

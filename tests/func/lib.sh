@@ -78,8 +78,10 @@ make_rootfs "$ROOTFS"
 mkdir -p "$T/bin"
 cp "$top_builddir/src/cli/.libs/nsbox" "$T/bin/nsbox"
 cp -P "$top_builddir"/src/lib/.libs/libnsbox.so* "$T/bin/"
-# The import module, beside the library where libnsbox looks first.
+# The import module and the monitor of started sandboxes, beside the library
+# where libnsbox looks first.
 cp "$top_builddir/src/lib/.libs/libnsbox-import.so" "$T/bin/"
+cp "$top_builddir/src/monitor/nsbox-monitor" "$T/bin/"
 chmod -R a+rX "$T/bin"
 export LD_LIBRARY_PATH=$T/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # shellcheck disable=SC2034 # used by the tests that source this file

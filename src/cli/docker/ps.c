@@ -16,7 +16,6 @@
 
 #include "cli.h"
 #include "docker/docker.h"
-#include "live/ctl.h"
 #include "opts.h"
 
 static int64_t parse_time(const char *s)

@@ -2,7 +2,7 @@
  * configuration the options translate to, exactly as `nsbox run` makes it;
  * with --name (or --cidfile) the run is also a container while it lasts
  * (docker ps, stop, rm -f, inspect reach it). With -d: a long-lived sandbox
- * as `nsbox start` makes one (live_start) and the command run in it as an
+ * as `nsbox start` makes one (live_cli_start) and the command run in it as an
  * exec, by a runner process that keeps the output for docker logs and the
  * exit status for docker inspect (runner.c). */
 #include <errno.h>
@@ -342,7 +342,7 @@ static pid_t fork_runner(docker_run *d, nsbox_config *cfg, int base, int dirfd, 
 static int run_detached(docker_run *d)
 {
 	/* The configuration is made here to check it and describe the
-	 * container; live_start makes the sandbox's from the same settings. */
+	 * container; live_cli_start makes the sandbox's from the same settings. */
 	nsbox_config *cfg = NULL;
 	if (build_config(d, NULL, &cfg) < 0)
 		return DOCKER_EXIT_RUN;

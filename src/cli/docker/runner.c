@@ -1,30 +1,29 @@
 /* A detached container's runner: the process that owns it. It starts the
- * long-lived sandbox as `nsbox start` does (live_start: the monitor is its
- * child and stops when it dies), runs the command in it as `nsbox exec`
- * does (the control socket, ctl.h), with the output passing through pipes
- * (or a pseudo-terminal with -t) that it keeps in the container's log, and
- * answered with the record (CTL_RECORD) for the exit code and OOM kill. When
- * the command ends, the container ends: the runner records how, stops the
- * sandbox, and (--rm) removes the container. Signals it gets go to the
- * command (docker stop sends them here), one byte each, as nsbox exec
- * passes them on. */
+ * long-lived sandbox as `nsbox start` does (live_cli_start, owned by this
+ * process: the sandbox stops when it dies) and runs the command in it as
+ * `nsbox exec` does (nsbox_run on the sandbox's handle), its output going
+ * through pipes (with -t, the command's own terminal, relayed by the
+ * library to the stdout pipe) into the container's log, and the record
+ * telling the exit code and OOM kill. When the command ends, the container
+ * ends: the runner records how, stops the sandbox, and (--rm) removes the
+ * container. Signals it gets go to the command (docker stop sends them
+ * here), as nsbox exec passes them on. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "docker/docker.h"
-#include "live/ctl.h"
-#include "live/monitor.h"
+#include "live/live_cli.h"
 
 /* The log: frames of Docker's multiplexed stream format, bounded. */
 typedef struct logw {
@@ -68,188 +67,56 @@ static bool drain(int fd, int stream, logw *l)
 	return true;
 }
 
-/* Stop the sandbox and wait for its monitor. */
-static void stop_sandbox(const char *name, pid_t monitor_pid)
-{
-	char *argv[] = { "stop", (char *) name, NULL };
-	(void) cmd_stop(2, argv);
-	if (monitor_pid > 0)
-		(void) waitpid(monitor_pid, NULL, 0);
-}
-
-/* The request for the command: CTL_EXEC with its arguments. */
-static int send_command(int fd, const docker_run *d, const int *fds, int nfds, bool with_stdin)
-{
-	/* No timeout: a container runs until its command exits or it is
-	 * stopped, as Docker's do (each docker exec has the sandbox's). */
-	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .flags = CTL_RECORD | (with_stdin ? CTL_STDIN : 0),
-	              .timeout_ms = NSBOX_TIMEOUT_NONE };
-	size_t len = 0;
-	if (d->entrypoint)
-		len += strlen(d->entrypoint) + 1, h.argc++;
-	for (int i = 0; i < d->argc; i++)
-		len += strlen(d->argv[i]) + 1, h.argc++;
-	if (len > CTL_MAX) {
-		print_msg("docker run: the command line is longer than %d bytes", CTL_MAX);
-		return -1;
-	}
-	char *body = malloc(len + 1), *pos = body;
-	if (!body)
-		return -1;
-	if (d->entrypoint)
-		pos = stpcpy(pos, d->entrypoint) + 1;
-	for (int i = 0; i < d->argc; i++)
-		pos = stpcpy(pos, d->argv[i]) + 1;
-	h.len = (uint32_t) len;
-	int r = ctl_send_req(fd, &h, body, fds, nfds);
-	free(body);
-	if (r < 0)
-		print_msg("docker run: send the command to the sandbox: %s", strerror(errno));
-	return r;
-}
-
-/* How the command ended, from the record: OOM kill, and the reason a run
- * that never started failed. */
-static void read_record(const char *j, size_t len, bool *oom, char **why)
-{
-	json_t *r = json_loadb(j, len, 0, NULL);
-	*oom = json_is_true(json_object_get(r, "oom_killed"));
-	const char *m = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
-	*why = m ? strdup(m) : NULL;
-	json_decref(r);
-}
-
 typedef struct streams {
-	int conn, out, err, master, in_keep, sfd;
+	int out, err, in_keep;
+	logw *log;
 } streams;
 
-/* Until the answer has come and the output has ended: output to the log,
- * signals to the command. The answer's status, or -1 if the sandbox ended
- * without one. */
-static int supervise(streams *s, logw *l, bool *oom, char **why)
+/* The output pipes into the log, until both end. */
+static void *drain_all(void *arg)
 {
-	ctl_reply rep = { .status = -1 };
-	bool answered = false;
-	while (!answered || s->out >= 0 || s->err >= 0 || s->master >= 0) {
-		struct pollfd p[5] = {
-			{ .fd = answered ? -1 : s->conn, .events = POLLIN }, { .fd = s->out, .events = POLLIN },
-			{ .fd = s->err, .events = POLLIN }, { .fd = s->master, .events = POLLIN },
-			{ .fd = answered ? -1 : s->sfd, .events = POLLIN },
-		};
-		if (poll(p, 5, -1) < 0) {
+	streams *s = arg;
+	while (s->out >= 0 || s->err >= 0) {
+		struct pollfd p[2] = { { .fd = s->out, .events = POLLIN }, { .fd = s->err, .events = POLLIN } };
+		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (p[4].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			while (read(s->sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
-				unsigned char b = (unsigned char) si.ssi_signo;
-				(void) ctl_write_all(s->conn, &b, 1);
-			}
-		}
-		int *fds[3] = { &s->out, &s->err, &s->master };
-		for (int i = 0; i < 3; i++)
-			if (p[1 + i].revents && !drain(*fds[i], i == 1 ? 2 : 1, l)) {
+		int *fds[2] = { &s->out, &s->err };
+		for (int i = 0; i < 2; i++)
+			if (p[i].revents && !drain(*fds[i], i + 1, s->log)) {
 				close(*fds[i]);
 				*fds[i] = -1;
 			}
-		if (p[0].revents) {
-			answered = true;
-			if (ctl_read_all(s->conn, &rep, sizeof(rep)) < 0) {
-				rep.status = -1;
-				continue;
-			}
-			char *j = rep.len && rep.len <= (16u << 20) ? malloc(rep.len) : NULL;
-			if (j && ctl_read_all(s->conn, j, rep.len) == 0)
-				read_record(j, rep.len, oom, why);
-			free(j);
-			/* Nothing more will read the command's stdin. */
-			if (s->in_keep >= 0)
-				close(s->in_keep);
-			s->in_keep = -1;
-		}
 	}
-	return rep.status;
+	return NULL;
 }
 
-/* The command's streams: a pseudo-terminal (-t), or pipes, and with -i a
- * stdin that stays open (nothing writes to it: a shell waits on it, as
- * `docker run -d -i` keeps it). fds/nfds go to the sandbox; to_close are
- * ours to close once sent. */
-static int make_streams(const docker_run *d, streams *s, int *fds, int *nfds, int *to_close)
+/* How the command ended: the exit status, the OOM kill, and the reason a
+ * run that never started failed. */
+static int outcome(nsbox_result *res, bool *oom, char **why)
 {
-	*nfds = 0;
-	if (d->tty) {
-		int slave;
-		if (tty_open(&s->master, &slave) < 0)
-			return -1;
-		fds[0] = fds[1] = fds[2] = slave;
-		*nfds = 3;
-		to_close[0] = slave;
-		return 0;
+	char *j = NULL;
+	*oom = false;
+	*why = NULL;
+	if (!res)
+		return -1;
+	if (nsbox_result_to_json(res, &j, NULL) == 0) {
+		json_t *r = json_loads(j, 0, NULL);
+		*oom = json_is_true(json_object_get(r, "oom_killed"));
+		json_decref(r);
 	}
-	int o[2], e[2], in[2] = { -1, -1 };
-	if (pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0 || (d->a.interactive && pipe2(in, O_CLOEXEC) < 0)) {
-		print_msg("docker run: %s", strerror(errno));
-		return -1;
-	}
-	if (d->a.interactive)
-		fds[(*nfds)++] = in[0];
-	fds[(*nfds)++] = o[1];
-	fds[(*nfds)++] = e[1];
-	s->out = o[0];
-	s->err = e[0];
-	s->in_keep = in[1];
-	to_close[0] = o[1];
-	to_close[1] = e[1];
-	to_close[2] = in[0];
-	return 0;
-}
-
-/* The sandbox, as nsbox start makes it (its timeout is each exec's). 0
- * with *mon the monitor, or -1 having said why. */
-static int start_sandbox(const docker_run *d, int dirfd, pid_t *mon)
-{
-	run_args a = d->a;
-	a.interactive = false;   /* the command's, not the sandbox's */
-	char started_name[64];
-	int r = live_start(&a, LIVE_DIE_WITH_PARENT, started_name, sizeof(started_name), mon);
-	if (r != 0)
-		return -1;
-	json_t *st = state_running();
-	r = st ? store_write(dirfd, "state.json", st) : -ENOMEM;
-	json_decref(st);
-	if (r < 0) {
-		print_msg("docker run: could not record that container '%s' runs", d->a.name);
-		return -1;
-	}
-	return 0;
-}
-
-/* The command to the sandbox, its output to the log. */
-static int start_command(const docker_run *d, int dirfd, streams *s, logw *l)
-{
-	int fds[3], nfds = 0, to_close[3] = { -1, -1, -1 };
-	l->fd = openat(dirfd, LOG_FILE, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (l->fd < 0) {
-		print_msg("docker run: open the container's log: %s", strerror(errno));
-		return -1;
-	}
-	if (make_streams(d, s, fds, &nfds, to_close) < 0)
-		return -1;
-	s->conn = ctl_connect(d->a.name);
-	int r = s->conn < 0 ? -1 : send_command(s->conn, d, fds, nfds, d->a.interactive || d->tty);
-	/* The sandbox has its copies: ours would keep the output open. */
-	for (int i = 0; i < 3; i++)
-		if (to_close[i] >= 0)
-			close(to_close[i]);
-	return r;
+	free(j);
+	const nsbox_error *e = nsbox_result_error(res);
+	if (e && nsbox_result_status(res) == NSBOX_STATUS_SETUP_FAILED)
+		*why = strdup(nsbox_error_message(e));
+	return nsbox_result_exit_status(res);
 }
 
 __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, int lock_fd, int status_fd)
 {
-	(void) lock_fd;   /* held until we exit (and by the monitor, our child) */
+	(void) lock_fd;   /* held until we exit */
 	(void) signal(SIGPIPE, SIG_IGN);
 	sigset_t set;
 	sigemptyset(&set);
@@ -258,20 +125,39 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
 	(void) sigprocmask(SIG_BLOCK, &set, NULL);
-	streams s = { .conn = -1, .out = -1, .err = -1, .master = -1, .in_keep = -1 };
-	s.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	const char *name = d->a.name;
-	pid_t mon = -1;
 	logw l = { .fd = -1 };
-	if (start_sandbox(d, dirfd, &mon) < 0) {
-		(void) store_remove(base, name);
-		exit(DOCKER_EXIT_RUN);
+	streams s = { .out = -1, .err = -1, .in_keep = -1, .log = &l };
+	int o[2] = { -1, -1 }, e[2] = { -1, -1 }, in[2] = { -1, -1 };
+	/* The sandbox, as nsbox start makes it (its timeout is each exec's):
+	 * ours, so it ends with us. */
+	run_args a = d->a;
+	a.interactive = false;   /* the command's, not the sandbox's */
+	char started[64];
+	nsbox_sandbox *sb = NULL;
+	json_t *st = NULL;
+	if (live_cli_start(&a, 0, started, sizeof(started), &sb) != 0)
+		goto fail;
+	st = state_running();
+	if (!st || store_write(dirfd, "state.json", st) < 0) {
+		print_msg("docker run: could not record that container '%s' runs", name);
+		goto fail;
 	}
-	if (start_command(d, dirfd, &s, &l) < 0) {
-		stop_sandbox(name, mon);
-		(void) store_remove(base, name);
-		exit(DOCKER_EXIT_RUN);
+	l.fd = openat(dirfd, LOG_FILE, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (l.fd < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0 ||
+	    (d->a.interactive && pipe2(in, O_CLOEXEC) < 0)) {
+		print_msg("docker run: the container's log and streams: %s", strerror(errno));
+		goto fail;
 	}
+	/* -i: a stdin that stays open (nothing writes to it: a shell waits on
+	 * it, as `docker run -d -i` keeps it). */
+	s.out = o[0];
+	s.err = e[0];
+	s.in_keep = in[1];
+	pthread_t t;
+	if (pthread_create(&t, NULL, drain_all, &s) != 0)
+		goto fail;
 	/* Running: the caller may go. */
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null >= 0) {
@@ -280,20 +166,57 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 	}
 	(void) !write(status_fd, "O", 1);
 	close(status_fd);
+	char **argv = calloc((size_t) d->argc + 2, sizeof(char *));
+	int n = 0;
+	if (argv && d->entrypoint)
+		argv[n++] = (char *) d->entrypoint;
+	for (int i = 0; argv && i < d->argc; i++)
+		argv[n++] = d->argv[i];
+	/* No timeout: a container runs until its command exits or it is
+	 * stopped, as Docker's do (each docker exec has the sandbox's). */
+	nsbox_run_options ro = {
+		.version = NSBOX_RUN_OPTIONS_VERSION,
+		.flags = d->tty ? NSBOX_SPAWN_TTY : 0,
+		.sandbox = sb,
+		.argv = (const char *const *) argv,
+		.timeout_ms = NSBOX_TIMEOUT_NONE,
+		.stdin_fd = in[0],
+		.stdout_fd = o[1],
+		.stderr_fd = e[1],
+		.signal_fd = sfd,
+		.stats_fd = -1,
+	};
+	nsbox_result *res = NULL;
+	nsbox_error *err = NULL;
+	int ran = argv ? nsbox_run(&ro, &res, &err) : -ENOMEM;
+	free(argv);
+	/* Nothing more writes the output or reads the input. */
+	for (int *fd = (int[]){ o[1], e[1], in[0], in[1] }, k = 0; k < 4; k++)
+		if (fd[k] >= 0)
+			close(fd[k]);
+	pthread_join(t, NULL);
 	bool oom = false;
 	char *why = NULL;
-	int status = supervise(&s, &l, &oom, &why);
-	if (status < 0) {   /* the sandbox was stopped under the command */
-		status = 128 + SIGKILL;
-		free(why);
-		why = NULL;
+	int status = outcome(res, &oom, &why);
+	if (ran < 0 && !res) {
+		why = strdup(nsbox_error_message(err));
+		status = 125;
 	}
+	if (status < 0)   /* the sandbox was stopped under the command */
+		status = 128 + SIGKILL;
+	nsbox_result_free(res);
+	nsbox_error_free(err);
 	(void) store_end(base, dirfd, name, status, oom, why);
 	free(why);
 	close(l.fd);
-	close(s.conn);
-	stop_sandbox(name, mon);
+	json_decref(st);
+	nsbox_sandbox_free(sb);   /* ours: it stops */
 	if (d->rm)
 		(void) store_remove(base, name);
 	exit(0);
+fail:
+	json_decref(st);
+	nsbox_sandbox_free(sb);
+	(void) store_remove(base, name);
+	exit(DOCKER_EXIT_RUN);
 }

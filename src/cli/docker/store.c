@@ -1,5 +1,5 @@
 /* The containers of the Docker front door: one private directory per name
- * under nsbox's state (ctl_open_state_dir "docker", 0700, the caller's
+ * under nsbox's state (nsbox_state_dir "docker", 0700, the caller's
  * own), holding
  *   lock            flock'ed by the container's owner for its whole life: the
  *                   door of a foreground run, or a detached one's runner (and
@@ -28,12 +28,18 @@
 
 #include "cli.h"
 #include "docker/docker.h"
-#include "live/ctl.h"
 
 int store_open(bool create)
 {
 	char path[PATH_MAX];
-	return ctl_open_state_dir("docker", path, sizeof(path), create);
+	nsbox_error *e = NULL;
+	int fd = nsbox_state_dir("docker", path, sizeof(path), create, &e);
+	if (fd < 0 && fd != -ENOENT)
+		print_error(e);
+	nsbox_error_free(e);
+	if (fd < 0)
+		errno = -fd;
+	return fd < 0 ? -1 : fd;
 }
 
 int random_hex(char *out, size_t n_bytes)
@@ -68,8 +74,11 @@ void now_rfc3339(char *buf, size_t len)
 int store_create(int base, const char *name, int *dirfd, int *lock_fd)
 {
 	*dirfd = *lock_fd = -1;
-	if (ctl_check_name(name) < 0)
+	if (!nsbox_name_ok(name)) {
+		print_msg("invalid container name '%s' (letters, digits, '-', '_', '.'; at most 63; not starting with "
+		          "'.' or '-')", name);
 		return -EINVAL;
+	}
 	if (mkdirat(base, name, 0700) < 0) {
 		int e = errno;
 		if (e == EEXIST)
@@ -207,7 +216,7 @@ int store_find(int base, const char *ref, container *c, bool quiet)
 	*c = (container){ .dirfd = -1 };
 	/* A name, as Docker also takes it with its leading '/'. */
 	const char *name = ref[0] == '/' ? ref + 1 : ref;
-	if (ctl_name_ok(name) && load_container(base, name, c) == 0)
+	if (nsbox_name_ok(name) && load_container(base, name, c) == 0)
 		return 0;
 	/* An id, or a unique prefix of one. */
 	size_t n = strlen(ref), found = 0;
@@ -219,7 +228,7 @@ int store_find(int base, const char *ref, container *c, bool quiet)
 	struct dirent *de;
 	while (d && n && strspn(ref, "0123456789abcdef") == n && (de = readdir(d))) {
 		container k;
-		if (de->d_name[0] == '.' || !ctl_name_ok(de->d_name) || load_container(base, de->d_name, &k) < 0)
+		if (de->d_name[0] == '.' || !nsbox_name_ok(de->d_name) || load_container(base, de->d_name, &k) < 0)
 			continue;
 		if (!strncmp(k.id, ref, n) && found++ == 0)
 			snprintf(match, sizeof(match), "%s", k.name);
@@ -271,8 +280,10 @@ static unsigned long long start_time(pid_t pid)
 	char *p = strrchr(buf, ')');
 	if (!p)
 		return 0;
+	/* At the space before field 3 (the state): 19 steps to the one
+	 * before field 22, the start time (field 23, the size, changes). */
 	p++;
-	for (int field = 2; p && field < 22; field++)
+	for (int field = 2; p && field < 21; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }

@@ -1,36 +1,26 @@
-/* Long-lived sandboxes from the command line: `nsbox start`, `exec`, `ps`,
- * `stop`. No daemon: each started sandbox has a monitor process of its own
- * (monitor.c), which these commands reach on NAME.sock (ctl.h). NAME.lock
- * is flock'ed for the monitor's whole life: a live name cannot be taken
- * twice, and `ps` and `stop` tell a live sandbox from a dead one's
- * leftovers by it. */
-#include <dirent.h>
+/* Started sandboxes from the command line: `nsbox start`, `exec`, `ps`,
+ * `stop`, `pause`, `resume`. The sandbox is the library's (nsbox_live_*):
+ * a monitor process of its own holds it, and these commands reach it by
+ * name, as the SDK and every other door do. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
 #include "opts.h"
-#include "live/context.h"
-#include "live/ctl.h"
-#include "live/monitor.h"
+#include "live/live_cli.h"
 
 extern char **environ;
 
-static int parse_ms(const char *what, const char *v, uint64_t *ms)
+int live_cli_ms(const char *what, const char *v, uint64_t *ms)
 {
 	if (!v)
 		return 0;
@@ -38,6 +28,57 @@ static int parse_ms(const char *what, const char *v, uint64_t *ms)
 		print_msg("%s: invalid duration '%s' (such as 30s, 10m, 2h; 0: none)", what, v);
 		return -1;
 	}
+	return 0;
+}
+
+nsbox_sandbox *live_cli_connect(const char *name)
+{
+	nsbox_sandbox *sb = NULL;
+	nsbox_error *e = NULL;
+	if (nsbox_live_connect(name, &sb, &e) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		return NULL;
+	}
+	return sb;
+}
+
+int live_cli_start(const run_args *a, uint32_t flags, char *name, size_t name_len, nsbox_sandbox **out)
+{
+	nsbox_live_options o = { .version = NSBOX_LIVE_OPTIONS_VERSION,
+		                 .flags = flags | (a->pause_when_idle ? NSBOX_LIVE_PAUSE_WHEN_IDLE : 0),
+		                 .name = a->name,
+		                 .publish = a->publish };
+	if (out)
+		*out = NULL;
+	if (live_cli_ms("--idle-timeout", a->idle_timeout, &o.idle_timeout_ms) < 0 ||
+	    live_cli_ms("--lifetime", a->lifetime, &o.lifetime_ms) < 0)
+		return EXIT_SETUP;
+	if (a->json || a->result_file || a->stats_interval || a->interactive || a->argc) {
+		print_msg("start: --json, --result-file, --stats-interval and -i are options of nsbox exec");
+		return EXIT_SETUP;
+	}
+	nsbox_config *cfg = NULL;
+	nsbox_error *e = NULL;
+	nsbox_sandbox *sb = NULL;
+	int r = cli_build_config(a, &cfg, &e);
+	o.config = cfg;
+	if (r == 0)
+		r = nsbox_live_start(&o, &sb, &e);
+	nsbox_config_free(cfg);
+	if (r < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		return r == -EEXIST ? 2 : EXIT_SETUP;
+	}
+	const char *w = nsbox_sandbox_warning(sb);
+	if (w)
+		print_msg("warning: %s", w);
+	snprintf(name, name_len, "%s", nsbox_live_name(sb));
+	if (out)
+		*out = sb;
+	else
+		nsbox_sandbox_free(sb);
 	return 0;
 }
 
@@ -51,145 +92,38 @@ int cmd_start(int argc, char **argv)
 		return EXIT_SETUP;
 	}
 	if (a.help) {
-		printf("Usage: nsbox start [--name NAME] [--idle-timeout D] [--lifetime D] [RUN OPTIONS]\n"
+		printf("Usage: nsbox start [--name NAME] [--idle-timeout D] [--lifetime D] [-p [ADDR:]HOSTPORT:PORT]...\n"
+		       "                   [--pause-when-idle] [RUN OPTIONS]\n"
 		       "Start a long-lived sandbox and print its name; run commands in it with\n"
-		       "nsbox exec NAME -- COMMAND, end it with nsbox stop NAME. The run options\n"
-		       "are nsbox run's ('nsbox run --help'); --timeout is each exec's default.\n");
+		       "nsbox exec NAME -- COMMAND, copy files with nsbox cp, end it with nsbox stop NAME.\n"
+		       "The run options are nsbox run's ('nsbox run --help'); --timeout is each exec's\n"
+		       "default. It outlives this command (a monitor process holds it).\n");
 		run_args_free(&a);
 		return 0;
 	}
 	char name[64];
-	int rc = live_start(&a, 0, name, sizeof(name), NULL);
+	int rc = live_cli_start(&a, NSBOX_LIVE_DETACHED, name, sizeof(name), NULL);
 	if (rc == 0)
 		printf("%s\n", name);
 	run_args_free(&a);
 	return rc;
 }
 
-int live_start(const run_args *args, unsigned flags, char *name, size_t name_len, pid_t *monitor_pid)
-{
-	run_args a = *args;
-	monitor m = { .dirfd = -1, .lock_fd = -1, .listen_fd = -1, .sig_fd = -1, .timer_fd = -1, .ready_fd = -1,
-	              .wake = { -1, -1 } };
-	char gen[16];
-	int rc = EXIT_SETUP;
-	nsbox_config *cfg = NULL;
-	nsbox_error *e = NULL;
-	if (!a.name) {
-		unsigned char rnd[4] = { 0 };
-		int ur = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-		if (ur >= 0) {
-			(void) !read(ur, rnd, sizeof(rnd));
-			close(ur);
-		}
-		snprintf(gen, sizeof(gen), "sb-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
-		a.name = gen;
-	}
-	snprintf(name, name_len, "%s", a.name);
-	m.name = a.name;
-	if (ctl_check_name(a.name) < 0 || parse_ms("--idle-timeout", a.idle_timeout, &m.idle_ms) < 0 ||
-	    parse_ms("--lifetime", a.lifetime, &m.lifetime_ms) < 0)
-		goto out;
-	int r = config_with_policy(a.policy, &cfg, &e);
-	for (size_t i = 0; r == 0 && i < a.n_settings; i++)
-		r = nsbox_config_set(cfg, a.settings[i].key, a.settings[i].value, a.settings[i].origin, &e);
-	static const char *const placeholder[] = { "true", NULL };
-	if (r == 0)
-		r = nsbox_config_set_command(cfg, 1, placeholder, &e);
-	if (r < 0) {
-		print_error(e);
-		nsbox_error_free(e);
-		goto out;
-	}
-	/* Every exec and cell is governed by this configuration (nsbox_run):
-	 * check now what would refuse them all (the rules joining keys, an
-	 * audit log that cannot be opened), not at the first exec. */
-	nsbox_governor *gov = NULL;
-	r = nsbox_config_validate(cfg, &e);
-	if (r == 0 && (r = nsbox_governor_begin(cfg, NULL, NULL, 0, &gov, NULL, &e)) == 0)
-		nsbox_governor_free(gov);
-	if (r < 0) {
-		print_error(e);
-		nsbox_error_free(e);
-		goto out;
-	}
-	if (a.json || a.result_file || a.stats_interval || a.interactive) {
-		print_msg("start: --json, --result-file, --stats-interval and -i are options of nsbox exec");
-		goto out;
-	}
-	m.dirfd = ctl_open_dir(m.dir, sizeof(m.dir), true);
-	if (m.dirfd < 0)
-		goto out;
-	char lockname[80];
-	snprintf(lockname, sizeof(lockname), "%s.lock", a.name);
-	m.lock_fd = openat(m.dirfd, lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (m.lock_fd < 0 || flock(m.lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno == EWOULDBLOCK)
-			print_msg("a sandbox named '%s' is running (nsbox stop %s)", a.name, a.name);
-		else
-			print_msg("lock '%s/%s': %s", m.dir, lockname, strerror(errno));
-		rc = errno == EWOULDBLOCK ? 2 : EXIT_SETUP;
-		goto out;
-	}
-	int pfd[2];
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		print_msg("start: %s", strerror(errno));
-		goto out;
-	}
-	fflush(NULL);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		print_msg("start: fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		close(pfd[0]);
-		/* The starter's child (a door that owns the sandbox): the
-		 * monitor stops when its parent dies. */
-		if ((flags & LIVE_DIE_WITH_PARENT) &&
-		    (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != parent))
-			_exit(EXIT_SETUP);
-		monitor_run(&m, pfd[1], &a, cfg);
-	}
-	close(pfd[1]);
-	char msg[1024];
-	ssize_t n = read(pfd[0], msg, sizeof(msg) - 1);
-	close(pfd[0]);
-	msg[n > 0 ? n : 0] = '\0';
-	if (n > 0 && msg[0] == 'O') {
-		if (msg[1])
-			print_msg("warning: %s", msg + 1);
-		if (monitor_pid)
-			*monitor_pid = pid;
-		rc = 0;
-	} else {
-		print_msg("start: %s", n > 1 ? msg + 1 : "the monitor failed");
-		(void) waitpid(pid, NULL, 0);
-	}
-out:
-	if (m.lock_fd >= 0)
-		close(m.lock_fd);
-	if (m.dirfd >= 0)
-		close(m.dirfd);
-	nsbox_config_free(cfg);
-	return rc;
-}
+/* ---- exec ------------------------------------------------------------------------ */
 
-static int round_trip(const char *name, ctl_req *h, char *body, bool with_stdin);
-static int exec_cell(const char *name, const char *ctx_name, const char *lang, const char *code, const char *file,
-                     int nargs, bool restart, bool json, uint64_t tmo, bool bad_opts);
-
-enum { X_JSON = 1, X_TIMEOUT, X_INTERACTIVE, X_WORKDIR, X_ENV, X_ENV_PASS, X_CONTEXT, X_LANG, X_CODE, X_RESTART,
-       X_HELP };
+enum { X_JSON = 1, X_TIMEOUT, X_INTERACTIVE, X_TTY, X_WORKDIR, X_ENV, X_ENV_PASS, X_CONTEXT, X_LANG, X_CODE,
+       X_RESTART, X_DETACH, X_HELP };
 
 static const opt_def exec_opts[] = {
 	{ "json", 0, NULL, X_JSON, "capture the output and print the result record as JSON", NULL },
 	{ "timeout", 0, "DURATION", X_TIMEOUT, "kill the command (and all it started) after DURATION", NULL },
-	{ "interactive", 'i', NULL, X_INTERACTIVE, "pass stdin through (default: /dev/null)", NULL },
+	{ "interactive", 'i', NULL, X_INTERACTIVE, "relay stdin to the command (default: /dev/null)", NULL },
+	{ "tty", 't', NULL, X_TTY, "give the command a terminal of its own, relayed to\nthis one (with -i: "
+	  "interactive; window size follows)", NULL },
 	{ "workdir", 'w', "DIR", X_WORKDIR, "working directory inside (default: the sandbox's)", NULL },
 	{ "env", 'e', "NAME=VALUE", X_ENV, "set a variable for this command (the sandbox's others stay)", NULL },
 	{ "env-pass", 0, "NAME", X_ENV_PASS, "the same, with NAME's value here (if it is set)", NULL },
+	{ "detach", 'd', NULL, X_DETACH, "run it in the background and print its id (see\nnsbox process)", NULL },
 	{ "context", 0, "C", X_CONTEXT, "run a cell in the sandbox's persistent interpreter C", NULL },
 	{ "lang", 0, "L", X_LANG, "the context's language: python (default) or node", NULL },
 	{ "code", 'c', "CODE", X_CODE, "the cell's code (else from FILE, or stdin with -)", NULL },
@@ -203,38 +137,39 @@ static void exec_help(FILE *f)
 	fputs("Usage: nsbox exec NAME [OPTIONS] [--] COMMAND [ARG...]\n"
 	      "   or: nsbox exec NAME --context C [--lang python|node] [--restart] (-c CODE | FILE | -)\n"
 	      "Run COMMAND in the running sandbox NAME (nsbox start) and exit with its status;\n"
-	      "or a cell of code in its persistent interpreter C (made at its first use):\n"
-	      "variables persist from one cell to the next; a timeout interrupts the cell and\n"
-	      "keeps the interpreter.\n\n", f);
+	      "with --detach, in the background; or a cell of code in its persistent\n"
+	      "interpreter C (made at its first use): variables persist from one cell to the\n"
+	      "next; a timeout interrupts the cell and keeps the interpreter.\n\n", f);
 	opt_help(f, exec_opts);
 }
 
-/* The cell's code: -c, a file, or stdin ("-"); malloc'ed. */
-static char *read_code(const char *inline_code, const char *file)
+/* The cell's code: -c, a file, or stdin ("-"); malloc'ed, *len its length. */
+static char *read_code(const char *inline_code, const char *file, size_t *len)
 {
-	if (inline_code)
+	if (inline_code) {
+		*len = strlen(inline_code);
 		return strdup(inline_code);
-	if (!file)
-		return NULL;
+	}
 	int fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : 0;
 	if (fd < 0) {
 		print_msg("exec: open '%s': %s", file, strerror(errno));
 		return NULL;
 	}
-	size_t cap = 65536, len = 0;
+	size_t cap = 65536, n = 0;
 	char *buf = malloc(cap);
-	ssize_t n;
-	while (buf && (n = read(fd, buf + len, cap - len - 1)) != 0) {
-		if (n < 0 && errno == EINTR)
+	ssize_t r;
+	while (buf && (r = read(fd, buf + n, cap - n - 1)) != 0) {
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (n < 0 || len + (size_t) n > CTL_MAX - 256) {
-			print_msg("exec: read the code: %s", n < 0 ? strerror(errno) : "longer than 256 KiB");
+		/* (A request to the monitor holds at most 256 KiB.) */
+		if (r < 0 || n + (size_t) r > (256u << 10) - 256) {
+			print_msg("exec: read the code: %s", r < 0 ? strerror(errno) : "longer than 256 KiB");
 			free(buf);
 			buf = NULL;
 			break;
 		}
-		len += (size_t) n;
-		if (len + 1 == cap) {
+		n += (size_t) r;
+		if (n + 1 == cap) {
 			char *nb = realloc(buf, cap *= 2);
 			if (!nb)
 				free(buf);
@@ -244,50 +179,190 @@ static char *read_code(const char *inline_code, const char *file)
 	if (fd > 0)
 		close(fd);
 	if (buf)
-		buf[len] = '\0';
-	if (buf && strlen(buf) != len) {
-		print_msg("exec: the code holds a NUL byte");
-		free(buf);
-		return NULL;
-	}
+		buf[n] = '\0';
+	*len = n;
 	return buf;
 }
 
-/* -e NAME=VALUE and --env-pass NAME, in order: NULL-terminated, malloc'ed. */
-typedef struct env_list {
-	char **v;
-	size_t n;
-} env_list;
+typedef struct exec_req {
+	const char *name, *workdir, *timeout, *ctx_name, *lang, *code;
+	bool json, interactive, tty, restart, detach;
+	char **env;
+	size_t n_env;
+	int argc;
+	char **argv;
+} exec_req;
 
-static void env_list_free(env_list *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-}
-
-static int env_list_add(env_list *l, int opt, const char *arg)
+static int env_add(exec_req *x, bool pass, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
-	if (opt == 'e' ? !eq || eq == arg : !*arg || eq) {
-		print_msg("exec: %s '%s': expected %s", opt == 'e' ? "--env" : "--env-pass", arg,
-		          opt == 'e' ? "NAME=VALUE" : "a NAME");
+	if (!pass ? !eq || eq == arg : !*arg || eq) {
+		print_msg("exec: %s '%s': expected %s", pass ? "--env-pass" : "--env", arg, pass ? "a NAME" : "NAME=VALUE");
 		return -1;
 	}
-	const char *v = opt == 'e' ? NULL : getenv(arg);
-	if (opt != 'e' && !v)
+	const char *v = pass ? getenv(arg) : NULL;
+	if (pass && !v)
 		return 0;   /* not set here: not set there, as with run's --env-pass */
 	char *kv = NULL;
-	if (opt == 'e' ? !(kv = strdup(arg)) : asprintf(&kv, "%s=%s", arg, v) < 0)
+	if (!pass ? !(kv = strdup(arg)) : asprintf(&kv, "%s=%s", arg, v) < 0)
 		return -1;
-	l->v[l->n++] = kv;
+	x->env[x->n_env++] = kv;
 	return 0;
+}
+
+/* The result as nsbox run shows it: the reason it failed, the record with
+ * --json; its exit status. */
+static int finish(int ran, nsbox_result *res, nsbox_error *e, bool json)
+{
+	int rc = EXIT_SETUP;
+	if (res) {
+		const nsbox_error *why = nsbox_result_error(res);
+		if (why && !json)
+			print_error(why);
+		rc = nsbox_result_exit_status(res);
+		char *j = NULL;
+		if (json && nsbox_result_to_json(res, &j, NULL) == 0) {
+			fputs(j, stdout);
+			fputc('\n', stdout);
+			if (fflush(stdout) != 0 && rc == 0)
+				rc = EXIT_SETUP;
+		}
+		free(j);
+	}
+	if (ran < 0 && !res) {
+		print_error(e);
+		rc = EXIT_SETUP;
+	}
+	nsbox_result_free(res);
+	nsbox_error_free(e);
+	return rc;
+}
+
+static int exec_cell(nsbox_sandbox *sb, const exec_req *x, uint64_t tmo, int first)
+{
+	if (!x->ctx_name) {
+		print_msg("exec: --lang, -c and --restart go with --context NAME");
+		return EXIT_SETUP;
+	}
+	if (x->interactive || x->tty || x->workdir || x->n_env || x->detach || x->argc - first > 1 ||
+	    (x->code && x->argc > first) || (!x->code && x->argc == first && !x->restart)) {
+		print_msg("exec: a context takes -c CODE, a FILE or - (stdin); not -i, -t, -w, -e or -d");
+		return EXIT_SETUP;
+	}
+	size_t len = 0;
+	char *code = NULL;
+	if ((x->code || x->argc > first) &&
+	    !(code = read_code(x->code, x->argc > first ? x->argv[first] : NULL, &len)))
+		return EXIT_SETUP;
+	if (code && strlen(code) != len) {
+		print_msg("exec: the code holds a NUL byte");
+		free(code);
+		return EXIT_SETUP;
+	}
+	nsbox_context *ctx = NULL;
+	nsbox_error *e = NULL;
+	if (nsbox_context_new(sb, x->lang ? x->lang : "python", x->ctx_name, &ctx, &e) < 0 ||
+	    (x->restart && nsbox_context_restart(ctx, &e) < 0)) {
+		/* A cell that could not run: with --json, its record says why. */
+		nsbox_result *failed = NULL;
+		if (x->json && code && nsbox_result_new_failed(NULL, e, &failed, NULL) == 0)
+			return free(code), nsbox_context_free(ctx), finish(-1, failed, e, true);
+		print_error(e);
+		nsbox_error_free(e);
+		nsbox_context_free(ctx);
+		free(code);
+		return EXIT_SETUP;
+	}
+	int rc = 0;
+	if (code) {
+		sigset_t old;
+		int sfd = cli_signals_to_fd(&old);
+		nsbox_run_options o = { .version = NSBOX_RUN_OPTIONS_VERSION,
+			                .flags = x->json ? NSBOX_SPAWN_CAPTURE : 0,
+			                .context = ctx,
+			                .lang = x->lang,
+			                .code = code,
+			                .code_len = len,
+			                .timeout_ms = tmo,
+			                .stdin_fd = -1,
+			                .stdout_fd = -1,
+			                .stderr_fd = -1,
+			                .signal_fd = sfd,
+			                .stats_fd = -1,
+			                .on_warning = cli_print_warning };
+		nsbox_result *res = NULL;
+		int ran = nsbox_run(&o, &res, &e);
+		rc = finish(ran, res, e, x->json);
+		if (sfd >= 0)
+			close(sfd);
+		(void) sigprocmask(SIG_SETMASK, &old, NULL);
+	}
+	free(code);
+	nsbox_context_free(ctx);
+	return rc;
+}
+
+static int exec_detached(nsbox_sandbox *sb, const exec_req *x, uint64_t tmo, int first)
+{
+	if (x->json || x->interactive || x->tty) {
+		print_msg("exec: --detach runs in the background: not with --json, -i or -t (its output is in "
+		          "nsbox process logs)");
+		return EXIT_SETUP;
+	}
+	nsbox_process_options o = { .version = NSBOX_PROCESS_OPTIONS_VERSION,
+		                    .flags = x->n_env ? NSBOX_EXEC_ENV_ADD : 0,
+		                    .argv = (const char *const *) x->argv + first,
+		                    .envp = x->n_env ? (const char *const *) x->env : NULL,
+		                    .workdir = x->workdir,
+		                    .timeout_ms = tmo };
+	nsbox_process *p = NULL;
+	nsbox_error *e = NULL;
+	if (nsbox_process_start(sb, &o, &p, &e) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		return EXIT_SETUP;
+	}
+	printf("%s\n", nsbox_process_id(p));
+	nsbox_process_free(p);
+	return 0;
+}
+
+static int exec_command(nsbox_sandbox *sb, const exec_req *x, uint64_t tmo, int first)
+{
+	if (x->tty && x->json) {
+		print_msg("exec: -t gives the command a terminal, whose output is not captured: not with --json");
+		return EXIT_SETUP;
+	}
+	sigset_t old;
+	int sfd = cli_signals_to_fd(&old);
+	nsbox_run_options o = {
+		.version = NSBOX_RUN_OPTIONS_VERSION,
+		.flags = (x->json ? NSBOX_SPAWN_CAPTURE : 0) | (x->n_env ? NSBOX_EXEC_ENV_ADD : 0) |
+		         (x->tty ? NSBOX_SPAWN_TTY : 0),
+		.sandbox = sb,
+		.argv = (const char *const *) x->argv + first,
+		.envp = x->n_env ? (const char *const *) x->env : NULL,
+		.workdir = x->workdir,
+		.timeout_ms = tmo,
+		.stdin_fd = x->interactive ? 0 : -1,
+		.stdout_fd = -1,
+		.stderr_fd = -1,
+		.signal_fd = sfd,
+		.stats_fd = -1,
+		.on_warning = cli_print_warning,
+	};
+	nsbox_result *res = NULL;
+	nsbox_error *e = NULL;
+	int ran = nsbox_run(&o, &res, &e);
+	int rc = finish(ran, res, e, x->json);
+	if (sfd >= 0)
+		close(sfd);
+	(void) sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 int cmd_exec(int argc, char **argv)
 {
-	bool json = false, interactive = false, restart = false;
-	const char *workdir = NULL, *timeout = NULL, *ctx_name = NULL, *lang = NULL, *code = NULL;
 	/* NAME first, then the options. */
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		exec_help(stdout);
@@ -297,31 +372,31 @@ int cmd_exec(int argc, char **argv)
 		print_msg("exec: usage: nsbox exec NAME [OPTIONS] [--] COMMAND [ARG...]");
 		return EXIT_SETUP;
 	}
-	const char *name = argv[1];
-	argc--;
-	argv++;
-	env_list env = { calloc((size_t) argc + 1, sizeof(char *)), 0 };
-	if (!env.v)
+	exec_req x = { .name = argv[1], .argc = argc - 1, .argv = argv + 1 };
+	x.env = calloc((size_t) argc + 1, sizeof(char *));
+	if (!x.env)
 		return EXIT_SETUP;
 	int c, rc = EXIT_SETUP;
 	opt_state st;
-	opt_init(&st, exec_opts, argc, argv, true);
+	opt_init(&st, exec_opts, x.argc, x.argv, true);
 	const char *v;
 	const opt_def *d;
 	char err[256];
 	while ((c = opt_next(&st, &v, &d, err, sizeof(err))) != OPT_DONE)
 		switch (c) {
-		case X_CONTEXT: ctx_name = v; break;
-		case X_LANG: lang = v; break;
-		case X_RESTART: restart = true; break;
-		case X_CODE: code = v; break;
-		case X_JSON: json = true; break;
-		case X_TIMEOUT: timeout = v; break;
-		case X_INTERACTIVE: interactive = true; break;
-		case X_WORKDIR: workdir = v; break;
+		case X_CONTEXT: x.ctx_name = v; break;
+		case X_LANG: x.lang = v; break;
+		case X_RESTART: x.restart = true; break;
+		case X_CODE: x.code = v; break;
+		case X_JSON: x.json = true; break;
+		case X_TIMEOUT: x.timeout = v; break;
+		case X_INTERACTIVE: x.interactive = true; break;
+		case X_TTY: x.tty = true; break;
+		case X_DETACH: x.detach = true; break;
+		case X_WORKDIR: x.workdir = v; break;
 		case X_ENV:
 		case X_ENV_PASS:
-			if (env_list_add(&env, c == X_ENV ? 'e' : 'P', v) < 0)
+			if (env_add(&x, c == X_ENV_PASS, v) < 0)
 				goto out;
 			break;
 		case X_HELP: exec_help(stdout); rc = 0; goto out;
@@ -329,272 +404,137 @@ int cmd_exec(int argc, char **argv)
 		}
 	int first = st.i;   /* the command, or the cell's FILE */
 	uint64_t tmo = 0;
-	if (ctl_check_name(name) < 0 || parse_ms("--timeout", timeout, &tmo) < 0)
+	if (live_cli_ms("--timeout", x.timeout, &tmo) < 0)
 		goto out;
-	if (ctx_name || lang || code || restart) {
-		rc = exec_cell(name, ctx_name, lang ? lang : "python", code, first < argc ? argv[first] : NULL,
-		               argc - first, restart, json, tmo, interactive || workdir || env.n);
-		goto out;
-	}
-	if (first >= argc) {
+	if (!x.ctx_name && !x.lang && !x.code && !x.restart && first >= x.argc) {
 		print_msg("exec: no command given");
 		goto out;
 	}
-	if (workdir && workdir[0] != '/') {
+	if (x.workdir && x.workdir[0] != '/') {
 		print_msg("exec: --workdir must be an absolute path inside the sandbox");
 		goto out;
 	}
-	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .timeout_ms = tmo,
-	              .flags = (json ? CTL_JSON : 0) | (interactive ? CTL_STDIN : 0) | (workdir ? CTL_WORKDIR : 0) |
-	                       (env.n ? CTL_ENV : 0) };
-	size_t len = workdir ? strlen(workdir) + 1 : 0;
-	for (int i = first; i < argc; i++, h.argc++)
-		len += strlen(argv[i]) + 1;
-	for (size_t i = 0; i < env.n; i++)
-		len += strlen(env.v[i]) + 1;
-	if (len > CTL_MAX) {
-		print_msg("exec: the command line and environment are longer than %d bytes", CTL_MAX);
+	nsbox_sandbox *sb = live_cli_connect(x.name);
+	if (!sb)
 		goto out;
-	}
-	h.len = (uint32_t) len;
-	char *body = malloc(len + 1), *pos = body;
-	if (!body)
-		goto out;
-	if (workdir)
-		pos = stpcpy(pos, workdir) + 1;
-	for (int i = first; i < argc; i++)
-		pos = stpcpy(pos, argv[i]) + 1;
-	for (size_t i = 0; i < env.n; i++)
-		pos = stpcpy(pos, env.v[i]) + 1;
-	rc = round_trip(name, &h, body, interactive);
+	if (x.ctx_name || x.lang || x.code || x.restart)
+		rc = exec_cell(sb, &x, tmo, first);
+	else if (x.detach)
+		rc = exec_detached(sb, &x, tmo, first);
+	else
+		rc = exec_command(sb, &x, tmo, first);
+	nsbox_sandbox_free(sb);
 out:
-	env_list_free(&env);
+	for (size_t i = 0; i < x.n_env; i++)
+		free(x.env[i]);
+	free(x.env);
 	return rc;
 }
 
-/* Send the request with our stdout and stderr (and stdin), pass our
- * signals on, print the record, return the exit status. Frees body. */
-static int round_trip(const char *name, ctl_req *h, char *body, bool with_stdin)
-{
-	int fd = ctl_connect(name);
-	if (fd < 0) {
-		free(body);
-		return EXIT_SETUP;
-	}
-	int fds[3] = { 0, 1, 2 };
-	int sent = with_stdin ? ctl_send_req(fd, h, body, fds, 3) : ctl_send_req(fd, h, body, fds + 1, 2);
-	free(body);
-	if (sent < 0) {
-		print_msg("exec: send the command to '%s': %s", name, strerror(errno));
-		close(fd);
-		return EXIT_SETUP;
-	}
-	/* Our signals go to the command, as with nsbox run. */
-	sigset_t set, old;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	(void) sigprocmask(SIG_BLOCK, &set, &old);
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	ctl_reply rep = { .status = EXIT_SETUP };
-	bool got = false;
-	for (;;) {
-		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
-		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (sfd >= 0 && (p[1].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
-				unsigned char b = (unsigned char) si.ssi_signo;
-				(void) ctl_write_all(fd, &b, 1);
-			}
-		}
-		if (p[0].revents) {
-			got = ctl_read_all(fd, &rep, sizeof(rep)) == 0;
-			break;
-		}
-	}
-	int rc = got ? rep.status : EXIT_SETUP;
-	if (!got)
-		print_msg("exec: sandbox '%s' ended before the command did", name);
-	if (got && rep.len) {
-		char *j = rep.len <= (64u << 20) ? malloc(rep.len) : NULL;
-		if (j && ctl_read_all(fd, j, rep.len) == 0)
-			(void) !write(1, j, rep.len);
-		else
-			rc = EXIT_SETUP;
-		free(j);
-	}
-	close(fd);
-	if (sfd >= 0)
-		close(sfd);
-	(void) sigprocmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-/* nsbox exec NAME --context C ...: one cell. */
-static int exec_cell(const char *name, const char *ctx_name, const char *lang, const char *code, const char *file,
-                     int nargs, bool restart, bool json, uint64_t tmo, bool bad_opts)
-{
-	if (!ctx_name) {
-		print_msg("exec: --lang, -c and --restart go with --context NAME");
-		return EXIT_SETUP;
-	}
-	if (!ctl_name_ok(ctx_name)) {
-		print_msg("exec: invalid context name '%s' (letters, digits, '-', '_', '.')", ctx_name);
-		return EXIT_SETUP;
-	}
-	if (strcmp(lang, "python") && strcmp(lang, "node")) {
-		print_msg("exec: --lang: '%s' has no context (python, node)", lang);
-		return EXIT_SETUP;
-	}
-	if (bad_opts || nargs > 1 || (code && nargs) || (!code && !nargs && !restart)) {
-		print_msg("exec: a context takes -c CODE, a FILE or - (stdin); not -i, -w or -e");
-		return EXIT_SETUP;
-	}
-	char *text = (code || nargs) ? read_code(code, file) : NULL;
-	if ((code || nargs) && !text)
-		return EXIT_SETUP;
-	size_t len = strlen(ctx_name) + strlen(lang) + 2 + (text ? strlen(text) + 1 : 0);
-	if (len > CTL_MAX) {
-		print_msg("exec: the code is longer than %d bytes", CTL_MAX);
-		free(text);
-		return EXIT_SETUP;
-	}
-	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .timeout_ms = tmo, .argc = text ? 3 : 2, .len = (uint32_t) len,
-	              .flags = CTL_CONTEXT | (json ? CTL_JSON : 0) | (restart ? CTL_RESTART : 0) };
-	char *body = malloc(len + 1), *pos = body;
-	if (!body) {
-		free(text);
-		return EXIT_SETUP;
-	}
-	pos = stpcpy(pos, ctx_name) + 1;
-	pos = stpcpy(pos, lang) + 1;
-	if (text)
-		(void) stpcpy(pos, text);
-	free(text);
-	return round_trip(name, &h, body, false);
-}
-
-/* Is NAME's monitor alive? Its lock says. */
-static bool alive(int dfd, const char *name)
-{
-	char f[128];
-	snprintf(f, sizeof(f), "%s.lock", name);
-	int fd = openat(dfd, f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-	close(fd);
-	return held;
-}
+/* ---- ps, stop, pause, resume ----------------------------------------------------- */
 
 int cmd_ps(int argc, char **argv)
 {
 	bool json = argc > 1 && !strcmp(argv[1], "--json");
 	if (argc > 1 + json) {
+		if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+			printf("Usage: nsbox ps [--json]\nList your started sandboxes.\n");
+			return 0;
+		}
 		print_msg("ps: usage: nsbox ps [--json]");
 		return EXIT_SETUP;
 	}
-	char dir[PATH_MAX];
-	int dfd = ctl_open_dir(dir, sizeof(dir), false);
-	if (dfd < 0 && errno != ENOENT)
+	char *list = NULL;
+	nsbox_error *e = NULL;
+	if (nsbox_live_list(&list, &e) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
 		return EXIT_SETUP;
-	if (!json)
-		printf("%-24s %-8s %-20s %s\n", "NAME", "MONITOR", "STARTED", "IMAGE");
-	else
-		printf("[");
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	struct dirent *de;
-	int n = 0;
-	while (d && (de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		if (l < 6 || strcmp(de->d_name + l - 5, ".json") || de->d_name[0] == '.')
-			continue;
-		char name[64];
-		snprintf(name, sizeof(name), "%.*s", (int) (l - 5), de->d_name);
-		if (!ctl_name_ok(name) || !alive(dirfd(d), name))
-			continue;
-		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		char buf[4096];
-		ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		if (json) {
-			printf("%s%s", n ? "," : "", buf);
-		} else {
-			int pid = 0;
-			long long started = 0;
-			char image[256] = "";
-			const char *p = strstr(buf, "\"monitor_pid\":");
-			if (p)
-				pid = atoi(p + 14);
-			p = strstr(buf, "\"started\":");
-			if (p)
-				started = atoll(p + 10);
-			p = strstr(buf, "\"image\":\"");
-			if (p)
-				snprintf(image, sizeof(image), "%.*s", (int) strcspn(p + 9, "\""), p + 9);
-			char when[32] = "";
-			time_t t = (time_t) started;
-			struct tm tm;
-			if (gmtime_r(&t, &tm))
-				strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-			printf("%-24s %-8d %-20s %s\n", name, pid, when, image);
-		}
-		n++;
 	}
-	if (json)
-		printf("]\n");
-	if (d)
-		closedir(d);
+	if (json) {
+		printf("%s\n", list);
+		free(list);
+		return 0;
+	}
+	json_t *a = json_loads(list, 0, NULL);
+	free(list);
+	printf("%-24s %-8s %-8s %-20s %-20s %s\n", "NAME", "STATE", "MONITOR", "STARTED", "IMAGE", "PORTS");
+	size_t i;
+	json_t *s;
+	json_array_foreach(a, i, s) {
+		char when[32] = "", ports[256] = "";
+		time_t t = (time_t) json_integer_value(json_object_get(s, "started"));
+		struct tm tm;
+		if (gmtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		size_t k;
+		json_t *p;
+		json_array_foreach(json_object_get(s, "published"), k, p) {
+			size_t used = strlen(ports);
+			snprintf(ports + used, sizeof(ports) - used, "%s%s:%lld->%lld", used ? "," : "",
+			         json_string_value(json_object_get(p, "host")),
+			         (long long) json_integer_value(json_object_get(p, "host_port")),
+			         (long long) json_integer_value(json_object_get(p, "port")));
+		}
+		char *image = nsbox_escape(json_string_value(json_object_get(s, "image")));
+		printf("%-24s %-8s %-8lld %-20s %-20s %s\n", json_string_value(json_object_get(s, "name")),
+		       json_is_true(json_object_get(s, "paused")) ? "paused" : "running",
+		       (long long) json_integer_value(json_object_get(s, "monitor_pid")), when, image ? image : "", ports);
+		free(image);
+	}
+	json_decref(a);
 	return 0;
+}
+
+/* NAME as the one argument of a command (with --help). -1: not run. */
+static int one_name(int argc, char **argv, const char *usage)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("Usage: nsbox %s\n", usage);
+		return 0;
+	}
+	if (argc != 2) {
+		print_msg("%s: usage: nsbox %s", argv[0], usage);
+		return EXIT_SETUP;
+	}
+	return -1;
 }
 
 int cmd_stop(int argc, char **argv)
 {
-	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		if (argc == 2)
-			printf("Usage: nsbox stop NAME\nEnd sandbox NAME and everything in it.\n");
-		else
-			print_msg("stop: usage: nsbox stop NAME");
-		return argc == 2 ? 0 : EXIT_SETUP;
-	}
-	const char *name = argv[1];
-	if (ctl_check_name(name) < 0)
-		return EXIT_SETUP;
-	int fd = ctl_connect(name);
-	if (fd < 0)
-		return EXIT_SETUP;
-	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_STOP };
-	ctl_reply rep;
-	if (ctl_send_req(fd, &h, "", NULL, 0) < 0 || ctl_read_all(fd, &rep, sizeof(rep)) < 0) {
-		print_msg("stop: '%s' did not answer", name);
-		close(fd);
+	int rc = one_name(argc, argv, "stop NAME\nEnd sandbox NAME and everything in it.");
+	if (rc >= 0)
+		return rc;
+	nsbox_error *e = NULL;
+	if (nsbox_live_stop(argv[1], &e) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
 		return EXIT_SETUP;
 	}
-	close(fd);
-	/* Done when the monitor has let go of its lock: the sandbox, its
-	 * cgroup and its files are gone. */
-	char dir[PATH_MAX];
-	int dfd = ctl_open_dir(dir, sizeof(dir), false);
-	char f[128];
-	snprintf(f, sizeof(f), "%s.lock", name);
-	int lfd = dfd >= 0 ? openat(dfd, f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
-	if (lfd >= 0) {
-		(void) flock(lfd, LOCK_SH);
-		close(lfd);
-	}
-	if (dfd >= 0)
-		close(dfd);
 	return 0;
 }
+
+static int pause_resume(int argc, char **argv, bool pause)
+{
+	int rc = one_name(argc, argv, pause ? "pause NAME\nFreeze sandbox NAME: its processes stop using CPU, its "
+	                                      "memory stays; nsbox resume NAME goes on."
+	                                    : "resume NAME\nThaw sandbox NAME (nsbox pause).");
+	if (rc >= 0)
+		return rc;
+	nsbox_sandbox *sb = live_cli_connect(argv[1]);
+	if (!sb)
+		return EXIT_SETUP;
+	nsbox_error *e = NULL;
+	if ((pause ? nsbox_sandbox_pause(sb, &e) : nsbox_sandbox_resume(sb, &e)) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		rc = EXIT_SETUP;
+	} else {
+		rc = 0;
+	}
+	nsbox_sandbox_free(sb);
+	return rc;
+}
+
+int cmd_pause(int argc, char **argv) { return pause_resume(argc, argv, true); }
+int cmd_resume(int argc, char **argv) { return pause_resume(argc, argv, false); }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -30,6 +31,8 @@
 #include "code/context.h"
 #include "code/lang.h"
 #include "config/conf.h"
+#include "live/ctl.h"
+#include "live/remote.h"
 #include "sandbox/sandbox.h"
 
 #define FRAME_MAX (16u << 20)
@@ -46,6 +49,8 @@ struct nsbox_context {
 	unsigned cells;
 	bool restarted;         /* the next cell's record says its interpreter is new */
 	bool running;           /* a cell runs (context_interrupt) */
+	bool remote;            /* the monitor's context of this name (sb remote) */
+	bool owned;             /* ...made for this handle: closed with it */
 };
 
 static double now_ms(void)
@@ -293,6 +298,44 @@ static int start_interp(nsbox_context *c, nsbox_error **err)
 
 /* ---- the public handle ------------------------------------------------------------ */
 
+/* A context of a started sandbox: its monitor's, by name. One made with no
+ * name is this handle's (a generated name; closed with the handle); a
+ * named one is found or made, and stays until the sandbox ends. */
+static int remote_context(nsbox_sandbox *sb, const code_lang *l, const char *name, nsbox_context **out,
+                          nsbox_error **err)
+{
+	char gen[64];
+	if (!name) {
+		unsigned char rnd[6] = { 0 };
+		(void) getrandom(rnd, sizeof(rnd), GRND_NONBLOCK);
+		snprintf(gen, sizeof(gen), "%s-%02x%02x%02x%02x%02x%02x", l->name, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+		         rnd[5]);
+	}
+	nsbox_context *c = calloc(1, sizeof(*c));
+	if (!c)
+		return nsbox_err(err, ENOMEM, "context", "create a context");
+	bool created = false;
+	int r = remote_context_new(sb, l->name, name ? name : gen, &created, err);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	c->sb = sb;
+	c->lang = l;
+	c->remote = true;
+	c->owned = !name;
+	c->sock = c->out[0] = c->out[1] = -1;
+	snprintf(c->name, sizeof(c->name), "%s", name ? name : gen);
+	*out = c;
+	return 0;
+}
+
+nsbox_sandbox *context_remote(const nsbox_context *c)
+{
+	return c && c->remote ? c->sb : NULL;
+}
+
 int nsbox_context_new(nsbox_sandbox *sb, const char *lang, const char *name, nsbox_context **out,
                       nsbox_error **err)
 {
@@ -302,6 +345,8 @@ int nsbox_context_new(nsbox_sandbox *sb, const char *lang, const char *name, nsb
 	const code_lang *l = code_lang_find(lang);
 	if (!l || !l->context_agent)
 		return nsbox_err_invalid(err, "context", "create a context: '%s' has no context (python, node)", lang);
+	if (sb->remote)
+		return remote_context(sb, l, name, out, err);
 	if (!sandbox_config(sb))
 		return nsbox_err_invalid(err, "context", "create a context: not a long-lived sandbox (NSBOX_SPAWN_KEEP)");
 	if (name && strlen(name) >= sizeof(((nsbox_context *) NULL)->name))
@@ -327,6 +372,11 @@ int nsbox_context_restart(nsbox_context *c, nsbox_error **err)
 {
 	if (!c)
 		return nsbox_err(err, EINVAL, "context", "restart a context: missing argument");
+	if (c->remote) {
+		int r = remote_context_op(c->sb, CTL_CONTEXT_RESTART, c->name, err);
+		c->restarted = r == 0;
+		return r;
+	}
 	pthread_mutex_lock(&c->lock);
 	stop_interp(c, NULL);
 	int r = start_interp(c, err);
@@ -337,7 +387,9 @@ int nsbox_context_restart(nsbox_context *c, nsbox_error **err)
 
 void nsbox_context_interrupt(nsbox_context *c)
 {
-	if (c)
+	if (c && c->remote)
+		(void) remote_context_op(c->sb, CTL_INTERRUPT, c->name, NULL);
+	else if (c)
 		context_interrupt(c);
 }
 
@@ -348,6 +400,13 @@ void nsbox_context_free(nsbox_context *c)
 {
 	if (!c)
 		return;
+	if (c->remote) {
+		if (c->owned)
+			(void) remote_context_op(c->sb, CTL_CONTEXT_CLOSE, c->name, NULL);
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return;
+	}
 	pthread_mutex_lock(&c->lock);
 	stop_interp(c, NULL);
 	pthread_mutex_unlock(&c->lock);

@@ -13,6 +13,8 @@ const char *context_sandbox_id(const nsbox_context *c);
 void context_describe(const nsbox_context *c, nsbox_result *r);
 /* Interrupt the running cell (KeyboardInterrupt); none: nothing. */
 void context_interrupt(nsbox_context *c);
+/* The started sandbox whose monitor holds c, or NULL (a context here). */
+nsbox_sandbox *context_remote(const nsbox_context *c);
 /* Run o->code as the next cell; *out its record. -ECANCELED when the
  * cancel fired before it started. */
 int context_cell(nsbox_context *c, const nsbox_run_options *o, nsbox_result **out, nsbox_error **err);

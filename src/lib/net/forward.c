@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "live/remote.h"
 #include "sandbox/sandbox.h"
 
 #define FORWARD_CONNS_MAX 256
@@ -196,6 +197,26 @@ int nsbox_forward_start(nsbox_sandbox *sb, const char *host_addr, uint16_t host_
 {
 	if (!sb || !out || port == 0)
 		return nsbox_err(err, EINVAL, "network", "publish: missing argument or port 0");
+	if (sb->remote) {
+		/* The monitor forwards; the port stays published while the
+		 * sandbox runs (this handle only tells which). */
+		nsbox_forward *f = calloc(1, sizeof(*f));
+		uint16_t b = 0;
+		int r = f ? remote_expose(sb, host_addr, host_port, port, &b, err)
+		          : nsbox_err(err, ENOMEM, "network", "publish");
+		if (r < 0) {
+			free(f);
+			return r;
+		}
+		f->sb = sb;
+		f->port = port;
+		f->host_port = b;
+		f->listen_fd = f->wake[0] = f->wake[1] = -1;
+		if (bound)
+			*bound = b;
+		*out = f;
+		return 0;
+	}
 	if (!sandbox_config(sb))
 		return nsbox_err_invalid(err, "network", "publish: not a long-lived sandbox (NSBOX_SPAWN_KEEP)");
 	nsbox_forward *f = calloc(1, sizeof(*f));
@@ -232,6 +253,10 @@ void nsbox_forward_free(nsbox_forward *f)
 {
 	if (!f)
 		return;
+	if (f->sb && f->sb->remote) {
+		free(f);
+		return;
+	}
 	pthread_mutex_lock(&f->lock);
 	f->stop = true;
 	pthread_mutex_unlock(&f->lock);

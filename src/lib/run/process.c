@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/strv.h"
+#include "live/remote.h"
 #include "sandbox/sandbox.h"
 
 #define LOG_DEFAULT (1u << 20)
@@ -29,6 +30,7 @@ struct nsbox_process {
 	pthread_cond_t ended;
 	pthread_t thread;
 	char id[17];
+	bool remote;            /* the monitor's process of this id (sb remote) */
 	nsbox_sandbox *sb;
 	nsbox_cancel *cancel;
 	strv argv, envp;
@@ -119,6 +121,20 @@ int nsbox_process_start(nsbox_sandbox *sb, const nsbox_process_options *o, nsbox
 	if (!sb || !o || !out || o->version < 1 || o->version > NSBOX_PROCESS_OPTIONS_VERSION || !o->argv ||
 	    !o->argv[0] || (o->flags & ~NSBOX_EXEC_ENV_ADD) || (o->workdir && o->workdir[0] != '/'))
 		return nsbox_err(err, EINVAL, "process", "start a process: invalid options");
+	if (sb->remote) {
+		nsbox_process *p = calloc(1, sizeof(*p));
+		if (!p)
+			return nsbox_err(err, ENOMEM, "process", "start a process");
+		int r = remote_process_start(sb, o, p->id, err);
+		if (r < 0) {
+			free(p);
+			return r;
+		}
+		p->remote = true;
+		p->sb = sb;
+		*out = p;
+		return 0;
+	}
 	if (!sandbox_config(sb))
 		return nsbox_err_invalid(err, "process", "start a process: not a long-lived sandbox (NSBOX_SPAWN_KEEP)");
 	nsbox_process *p = calloc(1, sizeof(*p));
@@ -166,12 +182,47 @@ int nsbox_process_start(nsbox_sandbox *sb, const nsbox_process_options *o, nsbox
 	return 0;
 }
 
+int nsbox_process_attach(nsbox_sandbox *sb, const char *id, nsbox_process **out, nsbox_error **err)
+{
+	if (!sb || !id || !out)
+		return nsbox_err(err, EINVAL, "process", "attach: missing argument");
+	if (!sb->remote)
+		return nsbox_err(err, ENOTSUP, "process", "attach: only a started sandbox's processes have ids to "
+		                 "attach to (nsbox_live_start)");
+	bool running;
+	if (strlen(id) != 16 || remote_process_state(sb, id, &running) < 0)
+		return nsbox_err_invalid(err, "process", "no process '%.40s' in sandbox '%s'", id, nsbox_live_name(sb));
+	nsbox_process *p = calloc(1, sizeof(*p));
+	if (!p)
+		return nsbox_err(err, ENOMEM, "process", "attach");
+	memcpy(p->id, id, 17);
+	p->remote = true;
+	p->sb = sb;
+	*out = p;
+	return 0;
+}
+
+int nsbox_process_list(nsbox_sandbox *sb, char **json, nsbox_error **err)
+{
+	if (!sb || !json)
+		return nsbox_err(err, EINVAL, "process", "list: missing argument");
+	if (!sb->remote)
+		return nsbox_err(err, ENOTSUP, "process", "list: a sandbox of nsbox_spawn() keeps no list (its "
+		                 "caller has the handles)");
+	return remote_process_list(sb, json, err);
+}
+
 const char *nsbox_process_id(const nsbox_process *p) { return p ? p->id : NULL; }
 
 bool nsbox_process_running(nsbox_process *p)
 {
 	if (!p)
 		return false;
+	if (p->remote) {
+		bool running = false;
+		(void) remote_process_state(p->sb, p->id, &running);
+		return running;
+	}
 	pthread_mutex_lock(&p->lock);
 	bool r = p->running;
 	pthread_mutex_unlock(&p->lock);
@@ -182,6 +233,8 @@ int nsbox_process_logs(nsbox_process *p, int stream, char **out, size_t *len, ui
 {
 	if (!p || !out || !len || (stream != 1 && stream != 2))
 		return nsbox_err(err, EINVAL, "process", "logs: invalid arguments");
+	if (p->remote)
+		return remote_process_logs(p->sb, p->id, stream, out, len, total, err);
 	pthread_mutex_lock(&p->lock);
 	*out = ring_text(&p->out[stream == 2], len);
 	if (total)
@@ -194,6 +247,8 @@ int nsbox_process_kill(nsbox_process *p, int sig)
 {
 	if (!p)
 		return -EINVAL;
+	if (p->remote)
+		return remote_process_kill(p->sb, p->id, sig);
 	if (!nsbox_process_running(p))
 		return -ESRCH;
 	if (sig == SIGKILL) {
@@ -207,6 +262,8 @@ int nsbox_process_wait(nsbox_process *p, uint64_t timeout_ms, nsbox_result **out
 {
 	if (!p)
 		return nsbox_err(err, EINVAL, "process", "wait: no process");
+	if (p->remote)
+		return remote_process_wait(p->sb, p->id, timeout_ms, out, err);
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += (time_t) (timeout_ms / 1000);
@@ -243,6 +300,10 @@ void nsbox_process_free(nsbox_process *p)
 {
 	if (!p)
 		return;
+	if (p->remote) {   /* the process is the sandbox's: it runs on */
+		free(p);
+		return;
+	}
 	if (p->thread) {
 		if (nsbox_process_running(p))
 			nsbox_cancel_fire(p->cancel);

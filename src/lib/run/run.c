@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 
 #include "base/buf.h"
 #include "base/cleanup.h"
@@ -26,6 +27,7 @@
 #include "code/context.h"
 #include "code/lang.h"
 #include "config/conf.h"
+#include "live/remote.h"
 #include "sandbox/sandbox.h"
 
 /* ---- cancelling ------------------------------------------------------------ */
@@ -33,6 +35,7 @@
 struct nsbox_cancel {
 	pthread_mutex_t lock;
 	bool fired;
+	int remote_fd;          /* a request to a started sandbox's monitor, or -1 */
 	nsbox_sandbox *sb;      /* the command running now, or NULL */
 	nsbox_context *ctx;     /* the cell running now, or NULL */
 };
@@ -45,6 +48,7 @@ int nsbox_cancel_new(nsbox_cancel **out, nsbox_error **err)
 	if (!c)
 		return nsbox_err(err, ENOMEM, "run", "create a cancel handle");
 	pthread_mutex_init(&c->lock, NULL);
+	c->remote_fd = -1;
 	*out = c;
 	return 0;
 }
@@ -55,7 +59,9 @@ void nsbox_cancel_fire(nsbox_cancel *c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->fired = true;
-	if (c->sb)
+	if (c->remote_fd >= 0)
+		(void) shutdown(c->remote_fd, SHUT_WR);   /* the monitor cancels the run */
+	else if (c->sb)
 		(void) nsbox_sandbox_kill(c->sb, SIGKILL);
 	else if (c->ctx)
 		context_interrupt(c->ctx);
@@ -68,7 +74,10 @@ int nsbox_cancel_signal(nsbox_cancel *c, int sig)
 		return -EINVAL;
 	int r = -ESRCH;
 	pthread_mutex_lock(&c->lock);
-	if (c->sb)
+	if (c->remote_fd >= 0) {
+		unsigned char b = (unsigned char) sig;
+		r = send(c->remote_fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1 ? 0 : -errno;
+	} else if (c->sb)
 		r = nsbox_sandbox_kill(c->sb, sig);
 	else if (c->ctx && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT))
 		r = (context_interrupt(c->ctx), 0);
@@ -116,6 +125,22 @@ static void cancel_detach(nsbox_cancel *c)
 	pthread_mutex_lock(&c->lock);
 	c->sb = NULL;
 	c->ctx = NULL;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cancel_attach_remote(nsbox_cancel *c, int fd)
+{
+	pthread_mutex_lock(&c->lock);
+	c->remote_fd = fd;
+	if (c->fired)
+		(void) shutdown(fd, SHUT_WR);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cancel_detach_remote(nsbox_cancel *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->remote_fd = -1;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -444,6 +469,11 @@ int nsbox_run(const nsbox_run_options *o, nsbox_result **out, nsbox_error **err)
 	int rc = check_options(o, err);
 	if (rc < 0)
 		return rc;
+	/* A started sandbox's monitor runs it, governed there. */
+	if (o->sandbox && o->sandbox->remote)
+		return remote_run(o, o->sandbox, NULL, out, err);
+	if (o->context && context_remote(o->context))
+		return remote_run(o, context_remote(o->context), o->context, out, err);
 	run r = { .o = o, .lang = o->lang ? code_lang_find(o->lang) : NULL };
 	nsbox_error *e = NULL;
 	nsbox_result *res = NULL;

@@ -17,6 +17,7 @@
 #include "base/cleanup.h"
 #include "config/conf.h"
 #include "base/error.h"
+#include "live/remote.h"
 #include "sandbox/sandbox.h"
 #include "base/strv.h"
 #include "base/syscalls.h"
@@ -172,6 +173,9 @@ static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t r
 
 int nsbox_sandbox_exec(nsbox_sandbox *sb, const nsbox_exec_options *o, nsbox_sandbox **out, nsbox_error **err)
 {
+	if (sb && sb->remote)
+		return nsbox_err_invalid(err, "exec", "an exec in started sandbox '%s' goes through nsbox_run()",
+		                         sb->remote->name);
 	return exec_start(sb, o, 0, out, err);
 }
 
@@ -324,17 +328,32 @@ static int set_paused(nsbox_sandbox *sb, bool on, nsbox_error **err)
 	return r;
 }
 
-int nsbox_sandbox_pause(nsbox_sandbox *sb, nsbox_error **err) { return set_paused(sb, true, err); }
-int nsbox_sandbox_resume(nsbox_sandbox *sb, nsbox_error **err) { return set_paused(sb, false, err); }
-bool nsbox_sandbox_paused(const nsbox_sandbox *sb) { return sb && __atomic_load_n(&sb->paused, __ATOMIC_ACQUIRE); }
+int nsbox_sandbox_pause(nsbox_sandbox *sb, nsbox_error **err)
+{
+	return sb && sb->remote ? remote_pause(sb, true, err) : set_paused(sb, true, err);
+}
+
+int nsbox_sandbox_resume(nsbox_sandbox *sb, nsbox_error **err)
+{
+	return sb && sb->remote ? remote_pause(sb, false, err) : set_paused(sb, false, err);
+}
+
+bool nsbox_sandbox_paused(const nsbox_sandbox *sb)
+{
+	if (sb && sb->remote)
+		return remote_paused((nsbox_sandbox *) sb);
+	return sb && __atomic_load_n(&sb->paused, __ATOMIC_ACQUIRE);
+}
 
 const nsbox_config *sandbox_config(const nsbox_sandbox *sb)
 {
-	return sb && sb->plan && sb->plan->keep && !sb->exec_of ? sb->plan->cfg : NULL;
+	return sb && !sb->remote && sb->plan && sb->plan->keep && !sb->exec_of ? sb->plan->cfg : NULL;
 }
 
 const char *nsbox_sandbox_id(const nsbox_sandbox *sb)
 {
+	if (sb && sb->remote)
+		return sb->remote->id;
 	return sb && sb->keep_id[0] ? sb->keep_id : NULL;
 }
 

@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "child/fileop.h"
 #include "config/conf.h"
+#include "live/remote.h"
 #include "sandbox/sandbox.h"
 
 #define LIST_MAX 100000   /* entries of one listing */
@@ -106,6 +107,8 @@ static uint64_t bound(const nsbox_sandbox *sb, uint64_t max)
 
 int nsbox_file_read(nsbox_sandbox *sb, const char *path, int out_fd, uint64_t max, uint64_t *size, nsbox_error **err)
 {
+	if (sb && sb->remote)
+		return remote_file_read(sb, path, out_fd, max, size, err);
 	int r = check(sb, path, "read", err);
 	if (r < 0)
 		return r;
@@ -161,6 +164,8 @@ int nsbox_file_read(nsbox_sandbox *sb, const char *path, int out_fd, uint64_t ma
 int nsbox_file_write(nsbox_sandbox *sb, const char *path, int in_fd, unsigned mode, uint64_t max,
                      nsbox_error **err)
 {
+	if (sb && sb->remote)
+		return remote_file_write(sb, path, in_fd, mode, max, err);
 	int r = check(sb, path, "write", err);
 	if (r < 0)
 		return r;
@@ -326,6 +331,8 @@ static int list_or_stat(nsbox_sandbox *sb, const char *path, bool stat, nsbox_fi
 
 int nsbox_file_list(nsbox_sandbox *sb, const char *path, nsbox_file_info **out, size_t *count, nsbox_error **err)
 {
+	if (sb && sb->remote && out && count)
+		return remote_file_list(sb, path, out, count, err);
 	if (!out || !count)
 		return nsbox_err(err, EINVAL, "files", "list: missing argument");
 	*out = NULL;
@@ -335,6 +342,8 @@ int nsbox_file_list(nsbox_sandbox *sb, const char *path, nsbox_file_info **out, 
 
 int nsbox_file_stat(nsbox_sandbox *sb, const char *path, nsbox_file_info *out, nsbox_error **err)
 {
+	if (sb && sb->remote && out)
+		return remote_file_stat(sb, path, out, err);
 	if (!out)
 		return nsbox_err(err, EINVAL, "files", "stat: missing argument");
 	nsbox_file_info *v = NULL;
@@ -371,11 +380,15 @@ static int simple_op(nsbox_sandbox *sb, const char *what, const char *path, cons
 
 int nsbox_file_remove(nsbox_sandbox *sb, const char *path, bool recursive, nsbox_error **err)
 {
+	if (sb && sb->remote)
+		return remote_file_remove(sb, path, recursive, err);
 	return simple_op(sb, "remove", path, recursive ? "recursive" : "one", err);
 }
 
 int nsbox_file_mkdir(nsbox_sandbox *sb, const char *path, unsigned mode, nsbox_error **err)
 {
+	if (sb && sb->remote)
+		return remote_file_mkdir(sb, path, mode, err);
 	char m[8];
 	snprintf(m, sizeof(m), "%o", mode & 0777);
 	return simple_op(sb, "mkdir", path, m, err);

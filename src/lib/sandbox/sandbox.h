@@ -23,6 +23,10 @@ typedef struct denied_call {
 } denied_call;
 
 struct nsbox_sandbox {
+	/* A started sandbox seen from another process (live/remote.h): every
+	 * other field is unused, and each operation is a request to its
+	 * monitor. */
+	struct live_remote *remote;
 	nsbox_plan *plan;
 	pid_t pid;            /* init, in our pid namespace */
 	int pidfd;

@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "plan/idmap.h"
 #include "sandbox/janitor.h"
+#include "live/remote.h"
 #include "sandbox/sandbox.h"
 #include "base/syscalls.h"
 
@@ -348,14 +349,25 @@ fail:
 	return r;
 }
 
-int nsbox_sandbox_pidfd(const nsbox_sandbox *sb) { return sb ? sb->pidfd : -EINVAL; }
-const char *nsbox_sandbox_warning(const nsbox_sandbox *sb) { return sb ? sb->plan->warning : NULL; }
-const char *nsbox_sandbox_enforced_by(const nsbox_sandbox *sb) { return sb ? sb->plan->enforced_by : NULL; }
+int nsbox_sandbox_pidfd(const nsbox_sandbox *sb) { return sb && !sb->remote ? sb->pidfd : -EINVAL; }
+
+const char *nsbox_sandbox_warning(const nsbox_sandbox *sb)
+{
+	return !sb ? NULL : sb->remote ? sb->remote->warning : sb->plan->warning;
+}
+
+const char *nsbox_sandbox_enforced_by(const nsbox_sandbox *sb)
+{
+	return !sb ? NULL : sb->remote ? sb->remote->enforced_by : sb->plan->enforced_by;
+}
 
 int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig)
 {
 	if (!sb || sig <= 0 || sig >= NSIG)
 		return -EINVAL;
+	/* A started sandbox is stopped (SIGKILL, SIGTERM) by its monitor. */
+	if (sb->remote)
+		return sig == SIGKILL || sig == SIGTERM ? remote_stop(sb) : -ENOTSUP;
 	/* Another thread may be reaping: the flag is read atomically, and the
 	 * pidfd stays open until nsbox_sandbox_free(), so a signal sent after
 	 * the reap fails with ESRCH instead of reaching a reused pid. */
@@ -376,6 +388,10 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 {
 	if (!sb)
 		return;
+	if (sb->remote) {
+		remote_free(sb);
+		return;
+	}
 	if (sb->exec_of) {
 		exec_release(sb);
 		return;

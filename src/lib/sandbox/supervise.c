@@ -281,6 +281,9 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 {
 	if (!sb || !out)
 		return nsbox_err(err, EINVAL, "supervise", "wait for sandbox: missing argument");
+	if (sb->remote)
+		return nsbox_err_invalid(err, "supervise", "a started sandbox ends with nsbox_sandbox_free() or "
+		                         "nsbox_live_stop(), not a wait");
 	if (sb->reaped)
 		return nsbox_err(err, EALREADY, "supervise", "wait for sandbox: already waited for");
 	_cleanup_close_ int ep = epoll_create1(EPOLL_CLOEXEC);
