@@ -133,11 +133,20 @@ class Redeliverer:
     def restore_own(self) -> int:
         """At a consumer (re)start: the messages this node held before were
         dropped by Celery; put back those that never started."""
-        try:
-            return self._restore_moves() + self._restore_mem() + self._restore_held(self.node)
-        except Exception as e:
-            log.warning("nsbox.celery: could not put back this worker's reserved messages: %s", e)
-            return 0
+        # Each step again until it went through: Redis may still be
+        # loading its data when the consumer is back (bounded: then the
+        # visibility timeout brings the rest back).
+        n = 0
+        for step in (self._restore_moves, self._restore_mem, lambda: self._restore_held(self.node)):
+            for attempt in range(40):
+                try:
+                    n += step()
+                    break
+                except Exception as e:
+                    if attempt == 39:
+                        log.warning("nsbox.celery: could not put back this worker's reserved messages: %s", e)
+                    self.stop_event.wait(0.25)
+        return n
 
     def _restore_mem(self) -> int:
         from celery.worker import state

@@ -125,14 +125,15 @@ def test_a_dead_run_is_lost_not_rerun(worker):
 
 
 def test_a_setup_failure_frees_the_key(worker, monkeypatch, tmp_path):
-    # An image without its mount points: the run fails in setup, after the
-    # key was taken. Nothing ran, so the key is free for a later delivery.
-    monkeypatch.setenv("NSBOX_ROOTFS", str(tmp_path))
+    # A root filesystem that is not there: the run fails in setup (the
+    # sandbox is built after the key was taken). Nothing ran, so the key
+    # is free for a later delivery.
+    monkeypatch.setenv("NSBOX_ROOTFS", str(tmp_path / "gone"))
     monkeypatch.setattr(worker, "_sb", None)
     monkeypatch.setattr(worker, "MAX_RETRIES", 0)
     with pytest.raises(nsbox.SandboxError) as e:
         call(worker.run, ["true"], idempotency_key="setup-1")
-    assert e.value.step not in ("config", "policy")
+    assert e.value.step == "rootfs" and e.value.record is not None
     assert worker.ledger().get("setup-1") == {}
 
 

@@ -151,8 +151,11 @@ def stop(name):
 
 def show_log(name):
     with open("%s/%s/log" % (T, name)) as f:
-        print("---- %s's log (last lines)" % name)
-        print("".join(f.readlines()[-30:]))
+        lines = f.readlines()
+    print("---- %s's log: nsbox.celery's, warnings and errors" % name)
+    print("".join(ln for ln in lines if "nsbox.celery" in ln or "WARNING/Main" in ln or "ERROR" in ln)[-6000:])
+    print("---- %s's log (last lines)" % name)
+    print("".join(lines[-30:]))
 
 
 try:
