@@ -25,7 +25,7 @@ CFLAGS_ALL := $(CFLAGS_LIB) -I$(srcdir)/tests/fuzz
 LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(LIB_SOURCES)))
 CLI_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(CLI_SOURCES)))
 MCP_OBJS := $(patsubst %.c,$(O)/%.o,$(filter %.c,$(MCP_SOURCES)))
-COMMON_OBJS := $(O)/tests/fuzz/common.o
+COMMON_OBJS := $(O)/tests/fuzz/common.o $(O)/tests/fuzz/import_direct.o
 
 BINS := $(foreach h,$(HARNESSES),$(builddir)/tests/fuzz/fuzz-$(h))
 

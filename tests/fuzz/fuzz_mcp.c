@@ -12,7 +12,10 @@
  *   - a call runs `nsbox run --json` or `nsbox run-code --json` with the
  *     operator's options right after, and the client can add nothing but a
  *     --timeout at or below the operator's, and the payload itself;
- *   - at most 8 calls run at once; more wait, within the queue's bounds. */
+ *   - at most 8 calls run at once; more wait, within the queue's bounds;
+ *   - a stateful tool runs `nsbox exec|cp|ls` only on a sandbox this server
+ *     created (its name), with nothing but a lower --timeout, a context of
+ *     python or node, and the payload. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -28,11 +31,94 @@ static char *operator_opts[] = { "--timeout", "30s", "--memory", "256M", "--netw
 static int out_fd = -1;
 static unsigned running;
 
+static mcp_box boxes[MCP_MAX_SANDBOXES];
+static unsigned made;
+
+static int fake_create(const mcp_server *s, mcp_box *b, char *why, size_t len)
+{
+	(void) s;
+	(void) why;
+	(void) len;
+	FUZZ_CHECK(b >= boxes && b < boxes + MCP_MAX_SANDBOXES && b->name[0]);
+	b->sb = NULL;   /* no sandbox: the calls are checked, not run */
+	return 0;
+}
+
+static void fake_destroy(const mcp_server *s, mcp_box *b)
+{
+	(void) s;
+	FUZZ_CHECK(b->name[0]);
+}
+
+static bool is_box(const char *name)
+{
+	for (int i = 0; i < MCP_MAX_SANDBOXES; i++)
+		if (boxes[i].name[0] && !strcmp(boxes[i].name, name))
+			return true;
+	return false;
+}
+
+/* NAME:PATH of one of our sandboxes. */
+static bool box_path(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	char name[64];
+	if (!colon || (size_t) (colon - spec) >= sizeof(name))
+		return false;
+	snprintf(name, sizeof(name), "%.*s", (int) (colon - spec), spec);
+	return is_box(name) && colon[1];
+}
+
+static void check_timeout(char **argv, int n, int *i)
+{
+	if (*i < n && !strcmp(argv[*i], "--timeout")) {
+		FUZZ_CHECK(*i + 1 < n);
+		char *end;
+		errno = 0;
+		unsigned long long ms = strtoull(argv[*i + 1], &end, 10);
+		FUZZ_CHECK(!errno && !strcmp(end, "ms") && ms >= 1 && ms <= OPERATOR_TIMEOUT_MS);
+		*i += 2;
+	}
+}
+
+/* A stateful tool's command line. */
+static void check_box_call(char **argv, int n, const char *input, size_t ilen)
+{
+	if (!strcmp(argv[1], "exec")) {
+		FUZZ_CHECK(n >= 5 && is_box(argv[2]) && !strcmp(argv[3], "--json"));
+		int i = 4;
+		check_timeout(argv, n, &i);
+		if (!strcmp(argv[i], "--context")) {
+			FUZZ_CHECK(i + 5 == n && !strcmp(argv[i + 2], "--lang") && !strcmp(argv[i + 1], argv[i + 3]));
+			FUZZ_CHECK(!strcmp(argv[i + 1], "python") || !strcmp(argv[i + 1], "node"));
+			FUZZ_CHECK(!strcmp(argv[i + 4], "-") && input && ilen <= (1u << 20));
+		} else {
+			FUZZ_CHECK(i + 4 == n && !strcmp(argv[i], "--") && !strcmp(argv[i + 1], "sh") &&
+			           !strcmp(argv[i + 2], "-c") && !input);
+		}
+	} else if (!strcmp(argv[1], "cp")) {
+		FUZZ_CHECK(n == 4);
+		FUZZ_CHECK((!strcmp(argv[2], "-") && box_path(argv[3]) && input && ilen <= MCP_MAX_TEXT) ||
+		           (box_path(argv[2]) && !strcmp(argv[3], "-") && !input));
+	} else {
+		FUZZ_CHECK(!strcmp(argv[1], "ls") && n == 5 && is_box(argv[2]) && !strcmp(argv[4], "--json") && !input);
+	}
+}
+
 static int fake_start(const mcp_server *s, char **argv, const char *input, size_t ilen, mcp_call **out)
 {
 	int n = 0;
 	while (argv[n])
 		n++;
+	if (n >= 2 && (!strcmp(argv[1], "exec") || !strcmp(argv[1], "cp") || !strcmp(argv[1], "ls"))) {
+		check_box_call(argv, n, input, ilen);
+		mcp_call *c = calloc(1, sizeof(*c));
+		FUZZ_CHECK(c);
+		c->out_fd = -1;
+		*out = c;
+		running++;
+		return 0;
+	}
 	FUZZ_CHECK(n >= 3 + s->n_run_opts);
 	FUZZ_CHECK(!strcmp(argv[0], "nsbox") && !strcmp(argv[2], "--json"));
 	bool code = !strcmp(argv[1], "run-code");
@@ -114,7 +200,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		         .timeout_ms = OPERATOR_TIMEOUT_MS,
 		         .structured = true,
 		         .out_fd = out_fd,
-		         .start = fake_start };
+		         .start = fake_start,
+		         .boxes = boxes,
+		         .boxes_made = &made,
+		         .box_prefix = "mcp-1",
+		         .max_sandboxes = 4,
+		         .create = fake_create,
+		         .destroy = fake_destroy };
+	memset(boxes, 0, sizeof(boxes));
+	made = 0;
 	const uint8_t *nul = memchr(data, 0, size);
 	size_t stream = nul ? (size_t) (nul - data) : size;
 	mcp_call *calls = NULL;

@@ -28,10 +28,12 @@
 static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26" };
 
 static const char mcp_usage[] =
-	"Usage: nsbox mcp [RUN OPTIONS]\n"
-	"Serve the tools run_code and run_command to a Model Context Protocol client on\n"
-	"stdin/stdout. The options (and --policy) are the ceiling for every call: a call\n"
-	"may only lower the timeout. See nsbox(1), section MCP SERVER.\n";
+	"Usage: nsbox mcp [--max-sandboxes N] [--sandbox-idle-timeout D] [RUN OPTIONS]\n"
+	"Serve the tools run_code and run_command, and the stateful sandbox_* tools, to a\n"
+	"Model Context Protocol client on stdin/stdout. The options (and --policy) are the\n"
+	"ceiling for every call: a call may only lower the timeout. --max-sandboxes (default\n"
+	"4; 0: no sandbox_* tools) bounds the sandboxes a client keeps; each ends after\n"
+	"--sandbox-idle-timeout (default 10m) without a call. See nsbox(1), MCP SERVER.\n";
 
 extern char **environ;
 
@@ -304,7 +306,7 @@ size_t mcp_feed(mcp_server *s, mcp_call **calls, char *buf, size_t used, size_t 
 /* Read what the child wrote; at EOF reap it and answer (unless cancelled). */
 static bool call_io(mcp_server *s, mcp_call *c)
 {
-	if (c->kind != MCP_RUN && c->len >= MCP_MAX_TEXT) {
+	if (c->kind != MCP_RUN && c->kind != MCP_BOX_RUN && c->len >= MCP_MAX_TEXT) {
 		/* Enough of a diff for a model: the rest is drained, unkept. */
 		if (!c->truncated)
 			stop(c), c->truncated = true;
@@ -390,12 +392,61 @@ out:
 	return rc;
 }
 
+/* --max-sandboxes N and --sandbox-idle-timeout D: the server's own, taken
+ * out of argv (the rest are run options). */
+static int server_options(int *argc, char **argv, mcp_server *s)
+{
+	int n = 1;
+	for (int i = 1; i < *argc; i++) {
+		bool max = !strcmp(argv[i], "--max-sandboxes"), idle = !strcmp(argv[i], "--sandbox-idle-timeout");
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (!max && !idle) {
+			argv[n++] = argv[i];
+			continue;
+		}
+		if (i + 1 >= *argc) {
+			print_msg("mcp: %s needs a value", argv[i]);
+			return -1;
+		}
+		const char *v = argv[++i];
+		char *end;
+		long k = max ? strtol(v, &end, 10) : 0;
+		if (max && (*end || !*v || k < 0 || k > MCP_MAX_SANDBOXES)) {
+			print_msg("mcp: --max-sandboxes: expected 0 to %d, not '%s'", MCP_MAX_SANDBOXES, v);
+			return -1;
+		}
+		if (max)
+			s->max_sandboxes = (int) k;
+		else if (nsbox_parse_duration_ms(v, &s->sandbox_idle_ms) < 0) {
+			print_msg("mcp: --sandbox-idle-timeout: invalid duration '%s' (such as 30s, 10m; 0: none)", v);
+			return -1;
+		}
+	}
+	*argc = n;
+	argv[n] = NULL;
+	return 0;
+}
+
 int cmd_mcp(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
 			return fputs(mcp_usage, stdout), 0;
-	mcp_server s = { .structured = true, .out_fd = 1 };
+	static mcp_box boxes[MCP_MAX_SANDBOXES];
+	static unsigned made;
+	mcp_server s = { .structured = true, .out_fd = 1, .max_sandboxes = 4, .sandbox_idle_ms = 600000,
+		         .create = mcp_live_create, .destroy = mcp_live_destroy, .boxes_made = &made };
+	if (server_options(&argc, argv, &s) < 0)
+		return EXIT_SETUP;
+	if (s.max_sandboxes)
+		s.boxes = boxes;
+	char prefix[32];
+	snprintf(prefix, sizeof(prefix), "mcp-%d", (int) getpid());
+	s.box_prefix = prefix;
 	if (parse_options(argc, argv, &s) < 0) {
 		free((char *) s.session);
 		free((char *) s.policy);
@@ -471,6 +522,10 @@ int cmd_mcp(int argc, char **argv)
 		used = mcp_feed(&s, &calls, buf, used + (size_t) r, MAX_MSG, &discarding);
 	}
 	mcp_drop_waiting(&s);
+	/* The client is gone: its sandboxes go too (each is ours). */
+	for (int i = 0; s.boxes && i < MCP_MAX_SANDBOXES; i++)
+		if (s.boxes[i].name[0])
+			s.destroy(&s, &s.boxes[i]);
 	free(buf);
 	free((char *) s.session);
 	free((char *) s.policy);

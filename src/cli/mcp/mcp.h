@@ -9,11 +9,19 @@
 #include <sys/types.h>
 #include <jansson.h>
 
+#include "nsbox.h"
+
 /* What the operator fixed when starting the server: the `nsbox run`
  * options passed through to every call, and the timeout they amount to
  * (the ceiling for a tool's `timeout`). */
 typedef struct mcp_call mcp_call;
 typedef struct mcp_server mcp_server;
+/* A sandbox a model created (sandbox_create): this server's. */
+#define MCP_MAX_SANDBOXES 32
+typedef struct mcp_box {
+	char name[64];           /* "" : a free slot */
+	nsbox_sandbox *sb;
+} mcp_box;
 /* A tools/call that came while MCP_MAX_CALLS ran: it waits, in order. */
 typedef struct mcp_waiting {
 	json_t *id, *params;
@@ -35,6 +43,16 @@ struct mcp_server {
 	const char *session;     /* --session NAME: the workspace tools review it */
 	const char *policy;      /* --policy FILE|NAME, for the session's deny rules */
 	int out_fd;              /* where protocol messages go: stdout */
+	/* The stateful tools (mcp_live.c): the sandboxes, how many may run
+	 * (--max-sandboxes; 0: the tools are off) and their idle timeout. */
+	mcp_box *boxes;
+	unsigned *boxes_made;
+	const char *box_prefix;  /* names are PREFIX-N: "mcp-PID" */
+	int max_sandboxes;
+	uint64_t sandbox_idle_ms;
+	/* Start and stop one (the fuzz harness puts its own here). */
+	int (*create)(const mcp_server *s, mcp_box *b, char *why, size_t why_len);
+	void (*destroy)(const mcp_server *s, mcp_box *b);
 	mcp_waiting *waiting, **waiting_tail;   /* the queue (tail NULL: empty) */
 	size_t n_waiting, waiting_bytes;
 	/* Starts a checked call: argv (NULL-terminated, "nsbox" first) with
@@ -45,7 +63,10 @@ struct mcp_server {
 
 /* What a call runs: a sandbox (its record is the result), or one of the
  * workspace tools (`nsbox session ...`, whose output is the result). */
-typedef enum mcp_kind { MCP_RUN, MCP_CHANGES, MCP_DIFF, MCP_APPLY, MCP_DISCARD } mcp_kind;
+typedef enum mcp_kind {
+	MCP_RUN, MCP_CHANGES, MCP_DIFF, MCP_APPLY, MCP_DISCARD,
+	MCP_BOX_RUN, MCP_BOX_READ, MCP_BOX_WRITE, MCP_BOX_LIST,   /* the stateful tools */
+} mcp_kind;
 /* The most of a workspace tool's output kept (a diff is cut there). */
 #define MCP_MAX_TEXT (1u << 20)
 
@@ -96,5 +117,15 @@ void mcp_workspace_tools(const mcp_server *s, json_t *list);
 int mcp_workspace_call(const mcp_server *s, const char *name, json_t *args, mcp_call **call, json_t **result,
                        int (*start)(const mcp_server *, char **, const char *, size_t, mcp_call **));
 json_t *mcp_workspace_result(const mcp_server *s, mcp_call *c, int wstatus);
+
+/* The stateful tools (mcp_live.c), when s->boxes is set: appended to the
+ * tools/list array; a call (-1: not one of them); its result (a run's:
+ * run_result, the record's answer, gets the images). */
+void mcp_live_tools(const mcp_server *s, json_t *list);
+int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call **call, json_t **result,
+                  int (*start)(const mcp_server *, char **, const char *, size_t, mcp_call **));
+json_t *mcp_live_result(const mcp_server *s, mcp_call *c, int wstatus, json_t *run_result);
+int mcp_live_create(const mcp_server *s, mcp_box *b, char *why, size_t why_len);
+void mcp_live_destroy(const mcp_server *s, mcp_box *b);
 
 #endif

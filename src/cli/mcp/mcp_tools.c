@@ -69,8 +69,10 @@ json_t *mcp_tools_list(const mcp_server *s)
 	                      "Run a shell command line in a fresh, isolated sandbox and return its output "
 	                      "and why it ended.",
 	                      cmd_in));
-	if (list)
+	if (list) {
 		mcp_workspace_tools(s, json_object_get(list, "tools"));
+		mcp_live_tools(s, json_object_get(list, "tools"));
+	}
 	return list;
 }
 
@@ -121,7 +123,8 @@ static void child_exec(char **argv, int in_fd, int out_fd)
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
 		_exit(EXIT_SETUP);
 	/* A workspace tool's errors are its answer: stderr with its output. */
-	if (argv[1] && !strcmp(argv[1], "session") && dup2(out_fd, 2) < 0)
+	if (argv[1] && (!strcmp(argv[1], "session") || !strcmp(argv[1], "cp") || !strcmp(argv[1], "ls")) &&
+	    dup2(out_fd, 2) < 0)
 		_exit(EXIT_SETUP);
 	/* Its own process group: a cancelled call's signal reaches only it. */
 	(void) setpgid(0, 0);
@@ -260,7 +263,8 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 		char *tail[] = { "--timeout", timeout, "--", "sh", "-c", (char *) cmd };
 		r = timeout[0] ? start(s, head, 3, tail, 6, NULL, 0, call)
 		               : start(s, head, 3, tail + 2, 4, NULL, 0, call);
-	} else if (mcp_workspace_call(s, name, args, call, result, s->start ? s->start : spawn) < 0) {
+	} else if (mcp_workspace_call(s, name, args, call, result, s->start ? s->start : spawn) < 0 &&
+	           mcp_live_call(s, name, args, call, result, s->start ? s->start : spawn) < 0) {
 		json_decref(empty);
 		*rpc_msg = "invalid params: unknown tool";
 		return -1;
@@ -303,7 +307,9 @@ static char *compact_text(json_t *rec)
 
 json_t *mcp_call_result(const mcp_server *s, mcp_call *c, int wstatus)
 {
-	if (c->kind != MCP_RUN)
+	if (c->kind == MCP_BOX_READ || c->kind == MCP_BOX_WRITE || c->kind == MCP_BOX_LIST)
+		return mcp_live_result(s, c, wstatus, NULL);
+	if (c->kind != MCP_RUN && c->kind != MCP_BOX_RUN)
 		return mcp_workspace_result(s, c, wstatus);
 	json_error_t jerr;
 	/* The payload's output may hold NUL bytes (\u0000 in the record). */
@@ -322,6 +328,11 @@ json_t *mcp_call_result(const mcp_server *s, mcp_call *c, int wstatus)
 	free(text);
 	if (res && s->structured)
 		json_object_set(res, "structuredContent", rec);
+	if (res && c->kind == MCP_BOX_RUN) {
+		json_t *r = mcp_live_result(s, c, wstatus, res);
+		json_decref(rec);
+		return r;
+	}
 	json_decref(rec);
 	return res;
 }
