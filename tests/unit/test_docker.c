@@ -60,7 +60,7 @@ static const struct {
 	{ { "--device", "/dev/kvm", "img", "true" }, "!--device /dev/kvm: refused: nsbox passes no host device" },
 	{ { "--pid", "host", "img", "true" }, "!--pid host: refused: the sandbox always has a pid namespace" },
 	{ { "--pid=host", "img", "true" }, "!--pid host: refused" },
-	{ { "-p", "8080:80", "img", "true" }, "!--publish 8080:80: refused: nsbox publishes no port" },
+	{ { "-p", "8080:80", "img", "true" }, "!--publish 8080:80: refused: nsbox docker publishes no port" },
 	{ { "-P", "img", "true" }, "!--publish-all: refused" },
 	{ { "--ipc", "host", "img", "true" }, "!--ipc 'host': the sandbox always has an IPC namespace" },
 	{ { "--userns=host", "img", "true" }, "!--userns host: refused" },
