@@ -60,7 +60,7 @@ static const struct {
 	{ { "--device", "/dev/kvm", "img", "true" }, "!--device /dev/kvm: refused: nsbox passes no host device" },
 	{ { "--pid", "host", "img", "true" }, "!--pid host: refused: the sandbox always has a pid namespace" },
 	{ { "--pid=host", "img", "true" }, "!--pid host: refused" },
-	{ { "-p", "8080:80", "img", "true" }, "!--publish 8080:80: refused: nsbox publishes no port" },
+	{ { "-p", "8080:80", "img", "true" }, "!--publish 8080:80: refused: nsbox docker publishes no port" },
 	{ { "-P", "img", "true" }, "!--publish-all: refused" },
 	{ { "--ipc", "host", "img", "true" }, "!--ipc 'host': the sandbox always has an IPC namespace" },
 	{ { "--userns=host", "img", "true" }, "!--userns host: refused" },
@@ -221,9 +221,14 @@ START_TEST(test_table)
 	char buf[64], err[512];
 	ck_assert_str_eq(docker_image_name("default", buf, sizeof(buf), err, sizeof(err)), "default");
 	ck_assert_str_eq(docker_image_name("default:latest", buf, sizeof(buf), err, sizeof(err)), "default");
-	ck_assert_ptr_null(docker_image_name("python:3.12", buf, sizeof(buf), err, sizeof(err)));
-	ck_assert(strstr(err, "'python:3.12' is not an nsbox image name") != NULL);
+	/* A reference is named as nsbox image pull names it. */
+	ck_assert_str_eq(docker_image_name("python:3.12", buf, sizeof(buf), err, sizeof(err)), "python-3.12");
+	ck_assert_str_eq(docker_image_name("ghcr.io/o/app:1.2", buf, sizeof(buf), err, sizeof(err)), "app-1.2");
+	ck_assert_str_eq(docker_image_name("localhost:5000/app", buf, sizeof(buf), err, sizeof(err)), "app");
+	ck_assert_str_eq(docker_image_name("MyImage", buf, sizeof(buf), err, sizeof(err)), "MyImage");
 	ck_assert_ptr_null(docker_image_name("../x", buf, sizeof(buf), err, sizeof(err)));
+	ck_assert(strstr(err, "image '../x' is neither an image of nsbox's store") != NULL);
+	ck_assert_ptr_null(docker_image_name("", buf, sizeof(buf), err, sizeof(err)));
 }
 END_TEST
 

@@ -1,5 +1,5 @@
 /* `nsbox docker COMMAND`: dispatch (Docker's `docker container X` and
- * `docker image X` spellings too), version, images, pull, build. The
+ * `docker image X` spellings too) and version. The
  * command is also installed as nsbox-docker (main.c: a program named
  * nsbox-docker or docker is this door), so that a user may link it as
  * `docker` in their PATH. */
@@ -18,121 +18,6 @@ static int docker_cmd_version(int argc, char **argv)
 	(void) argv;
 	printf("nsbox %s (the Docker-compatible front door: nsbox docker)\n", nsbox_version());
 	return 0;
-}
-
-/* ---- images --------------------------------------------------------------------- */
-
-enum { IM_QUIET = 1, IM_ALL, IM_NO_TRUNC, IM_HELP };
-static const opt_def images_defs[] = {
-	{ "quiet", 'q', OPT_BOOL, IM_QUIET, "only the image ids", NULL },
-	{ "all", 'a', OPT_BOOL, IM_ALL, "accepted: nsbox keeps no intermediate images", NULL },
-	{ "no-trunc", 0, OPT_BOOL, IM_NO_TRUNC, "whole ids", NULL },
-	{ "help", 0, NULL, IM_HELP, "print this help", NULL },
-	{ 0 },
-};
-
-static void size_text(uint64_t b, char *buf, size_t len)
-{
-	/* Docker's (go-units HumanSize): decimal units. */
-	if (b >= 1000000000)
-		snprintf(buf, len, "%.3gGB", (double) b / 1e9);
-	else if (b >= 1000000)
-		snprintf(buf, len, "%.3gMB", (double) b / 1e6);
-	else if (b >= 1000)
-		snprintf(buf, len, "%.3gkB", (double) b / 1e3);
-	else
-		snprintf(buf, len, "%lluB", (unsigned long long) b);
-}
-
-static int docker_cmd_images(int argc, char **argv)
-{
-	opt_state st;
-	opt_init(&st, images_defs, argc, argv, false);
-	const char *v;
-	const opt_def *d;
-	char err[256];
-	bool quiet = false, no_trunc = false;
-	for (int id; (id = opt_next(&st, &v, &d, err, sizeof(err))) != OPT_DONE;) {
-		int b = d && !opt_has_value(d) ? opt_bool(v) : 1;
-		if (id == OPT_ERROR || b < 0 || id == OPT_OPERAND) {
-			print_msg("docker images: %s", id == OPT_ERROR ? err
-			                               : id == OPT_OPERAND ? "nsbox lists every image (no REPOSITORY filter)"
-			                                                   : "invalid boolean");
-			return DOCKER_EXIT_CMD;
-		}
-		if (id == IM_QUIET)
-			quiet = b;
-		else if (id == IM_NO_TRUNC)
-			no_trunc = b;
-		else if (id == IM_HELP) {
-			fputs("Usage: nsbox docker images [OPTIONS]\nThe images of nsbox's store (nsbox image ls), as Docker "
-			      "lists them: the\nimage's name is its REPOSITORY, its TAG is latest.\n\n", stdout);
-			opt_help(stdout, images_defs);
-			return 0;
-		}
-	}
-	nsbox_image_info *im = NULL;
-	size_t n = 0;
-	nsbox_error *e = NULL;
-	if (nsbox_image_list(&im, &n, &e) < 0) {
-		print_error(e);
-		nsbox_error_free(e);
-		return DOCKER_EXIT_CMD;
-	}
-	if (!quiet)
-		printf("%-20s %-10s %-14s %-16s %s\n", "REPOSITORY", "TAG", "IMAGE ID", "CREATED", "SIZE");
-	for (size_t i = 0; i < n; i++) {
-		const char *digest = im[i].digest ? im[i].digest + 7 : "-";
-		char idbuf[80];
-		snprintf(idbuf, sizeof(idbuf), "%s%.*s", no_trunc && im[i].digest ? "sha256:" : "", no_trunc ? 64 : 12, digest);
-		if (quiet) {
-			printf("%s\n", idbuf);
-			continue;
-		}
-		char created[64] = "N/A", size[32];
-		struct tm tm = { 0 };
-		if (im[i].created && strptime(im[i].created, "%Y-%m-%dT%H:%M:%S", &tm)) {
-			long long s = (long long) (time(NULL) - timegm(&tm));
-			if (s < 3600)
-				snprintf(created, sizeof(created), "%lld minutes ago", s / 60);
-			else if (s < 48 * 3600)
-				snprintf(created, sizeof(created), "%lld hours ago", s / 3600);
-			else
-				snprintf(created, sizeof(created), "%lld days ago", s / 86400);
-		}
-		size_text(im[i].size_bytes, size, sizeof(size));
-		printf("%-20s %-10s %-14s %-16s %s\n", im[i].name, "latest", idbuf, created, size);
-	}
-	nsbox_image_list_free(im, n);
-	return 0;
-}
-
-/* ---- pull, build: nsbox image pull / image build -f ------------------------------ */
-
-/* nsbox image build -f and nsbox image pull are not in this nsbox yet:
- * say so precisely (tests/func/docker.test expects it). */
-static int docker_cmd_pull(int argc, char **argv)
-{
-	if (argc == 2 && (!strcmp(argv[1], "--help"))) {
-		puts("Usage: nsbox docker pull REF\nnsbox image pull REF (the image's name: nsbox image ls).");
-		return 0;
-	}
-	print_msg("docker pull: refused: this nsbox has no registry pulls ('nsbox image pull' is not built in "
-	          "nsbox %s); import an image with nsbox image import NAME SOURCE (docker save, OCI layout, tar)",
-	          nsbox_version());
-	return DOCKER_EXIT_CMD;
-}
-
-static int docker_cmd_build(int argc, char **argv)
-{
-	if (argc == 2 && (!strcmp(argv[1], "--help"))) {
-		puts("Usage: nsbox docker build -f Dockerfile -t NAME CONTEXT\nnsbox image build NAME -f Dockerfile CONTEXT.");
-		return 0;
-	}
-	print_msg("docker build: refused: this nsbox has no Dockerfile builds ('nsbox image build -f' is not built in "
-	          "nsbox %s); build the root filesystem elsewhere and import it with nsbox image import NAME SOURCE",
-	          nsbox_version());
-	return DOCKER_EXIT_CMD;
 }
 
 /* ---- dispatch ------------------------------------------------------------------------ */

@@ -16,7 +16,8 @@
  *   template.c  the Go templates of inspect -f and ps --format
  *   exec.c      docker exec (nsbox exec)
  *   tty.c       -t: a pseudo-terminal for the command, relayed
- *   docker.c    dispatch, version, images, pull, build
+ *   images.c    images, pull, build (nsbox image ls, pull, build -f)
+ *   docker.c    dispatch, version
  */
 #ifndef NSBOX_CLI_DOCKER_H
 #define NSBOX_CLI_DOCKER_H
@@ -70,8 +71,9 @@ const struct opt_def *docker_run_table(void);
 const char *docker_refusal(const char *name);
 /* A signal by Docker's names (SIGTERM, TERM, 15): its number, or -1. */
 int docker_signal(const char *s);
-/* A Docker image reference as an nsbox image name ("default",
- * "default:latest"); NULL with err set when it is not one. */
+/* A Docker image reference as an nsbox image name, as nsbox image pull
+ * names it ("default", "default:latest" -> "default", "python:3.12" ->
+ * "python-3.12"); NULL with err set when it is not a reference. */
 const char *docker_image_name(const char *ref, char *buf, size_t len, char *err, size_t errlen);
 
 /* ---- the containers (store.c) --------------------------------------------- */
@@ -144,6 +146,9 @@ int docker_cmd_wait(int argc, char **argv);
 int docker_cmd_rm(int argc, char **argv);
 int docker_cmd_logs(int argc, char **argv);
 int docker_cmd_inspect(int argc, char **argv);
+int docker_cmd_images(int argc, char **argv);
+int docker_cmd_pull(int argc, char **argv);
+int docker_cmd_build(int argc, char **argv);
 
 /* The detached container's runner (runner.c): in a child of docker run -d
  * that holds the container's lock; reports on status_fd ('O' once the

@@ -1,8 +1,7 @@
 /* docker stop, kill, wait, rm and inspect, over the containers' store
  * (store.c). A container's owner (the door of a foreground run, a detached
  * one's runner) is reached by signals, checked against the pid and start
- * time it recorded; a detached container's sandbox is stopped as `nsbox
- * stop` stops it. */
+ * time it recorded; killing it ends its sandbox. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +54,12 @@ int docker_parse_opts(const char *cmd, const opt_def *defs, int argc, char **arg
 
 static void kill_now(int base, container *c)
 {
-	if (container_detached(c)) {
+	/* The owner (a foreground run's door, a detached one's runner) is
+	 * killed: its sandbox dies with it (the runner's monitor stops when
+	 * its parent dies), whatever the command was doing, even being
+	 * started; the end is recorded here. A detached one whose runner is
+	 * gone has its sandbox stopped as nsbox stop does. */
+	if (owner_signal(c, SIGKILL) < 0 && container_detached(c)) {
 		char *argv[] = { "stop", c->name, NULL };
 		int err = dup(2), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		/* (Its monitor may be gone already: nothing to say then.) */
@@ -68,8 +72,6 @@ static void kill_now(int base, container *c)
 		}
 		if (null >= 0)
 			close(null);
-	} else {
-		(void) owner_signal(c, SIGKILL);
 	}
 	(void) store_wait_unlocked(c->dirfd, 0);
 	container now;

@@ -255,6 +255,9 @@ static int fg_body(void *arg)
 		if (why) {
 			print_error(why);
 			why_text = nsbox_error_message(why);
+			/* A reference that is not in the store: Docker would pull it. */
+			if (!strcmp(nsbox_error_step(why), "rootfs") && strpbrk(f->d->image, ":/"))
+				print_msg("docker run pulls nothing: nsbox docker pull %s first", f->d->image);
 		}
 		rc = nsbox_result_exit_status(res);
 		oom = nsbox_result_status(res) == NSBOX_STATUS_OOM_KILLED;

@@ -152,9 +152,12 @@ static const struct {
 	{ "userns", "the sandbox always has a user namespace of its own" },
 	{ "ipc", "the sandbox always has an IPC namespace of its own (private)" },
 	{ "cgroupns", "the sandbox always has a cgroup namespace of its own (private)" },
-	{ "publish", "nsbox publishes no port on the host's interfaces (--network host shares the host's)" },
-	{ "publish-all", "nsbox publishes no port on the host's interfaces (--network host shares the host's)" },
-	{ "expose", "nsbox publishes no port on the host's interfaces (--network host shares the host's)" },
+	{ "publish", "nsbox docker publishes no port (nsbox start has no --publish yet; --network host shares the "
+	  "host's network)" },
+	{ "publish-all", "nsbox docker publishes no port (nsbox start has no --publish yet; --network host shares the "
+	  "host's network)" },
+	{ "expose", "nsbox docker publishes no port (nsbox start has no --publish yet; --network host shares the "
+	  "host's network)" },
 	{ "sysctl", "a sandbox changes no kernel setting" },
 	{ "volumes-from", "nsbox has no volumes of other containers: give the host paths with -v" },
 	{ "volume-driver", "nsbox has no volume drivers: give the host paths with -v" },

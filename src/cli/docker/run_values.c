@@ -95,6 +95,8 @@ int docker_signal(const char *s)
 	return -1;
 }
 
+/* A reference's image name: itself when it is one, else as nsbox image
+ * pull names it (python:3.12 -> python-3.12). */
 static bool image_name_ok(const char *s)
 {
 	if (!*s || strlen(s) > 128 || s[0] == '.' || s[0] == '-')
@@ -107,17 +109,17 @@ static bool image_name_ok(const char *s)
 
 const char *docker_image_name(const char *ref, char *buf, size_t len, char *err, size_t errlen)
 {
-	size_t n = strlen(ref);
-	/* NAME:latest is NAME (Docker's default tag). */
-	if (n > 7 && !strcmp(ref + n - 7, ":latest") && n - 7 < len) {
-		snprintf(buf, len, "%.*s", (int) (n - 7), ref);
-		ref = buf;
-	}
 	if (image_name_ok(ref))
 		return ref;
-	dr_fail(err, errlen, "image '%s' is not an nsbox image name (letters, digits, '.', '_', '-'): nsbox runs the "
-	     "images of its store (nsbox image ls); import one under a name with nsbox image import NAME SOURCE", ref);
-	return NULL;
+	char *name = NULL;
+	if (nsbox_image_ref_name(ref, &name, NULL) < 0) {
+		snprintf(err, errlen, "image '%s' is neither an image of nsbox's store (nsbox image ls) nor a reference "
+		         "([REGISTRY/]PATH[:TAG], as nsbox docker pull names it)", ref);
+		return NULL;
+	}
+	snprintf(buf, len, "%s", name);
+	free(name);
+	return buf;
 }
 
 /* ---- the options that need more than a key ---------------------------------- */
