@@ -12,7 +12,8 @@ while a sandbox runs. See docs/python.md.
 """
 from .errors import IsolationUnavailable, SandboxError
 from .host import Image, check, images, version
-from .live import Context, FileInfo, Files, LiveSandbox, Process, connect, sandboxes
+from .live import (Context, FileInfo, Files, LiveSandbox, Process, connect, remove_snapshot, sandboxes,
+                   snapshots)
 from .pool import Pool
 from .result import Change, Result, RunError
 from .sandbox import LANGUAGES, Sandbox, arun, arun_code, run, run_code
@@ -23,6 +24,6 @@ __all__ = [
     "Sandbox", "run", "run_code", "arun", "arun_code", "Result", "RunError", "Change",
     "SandboxError", "IsolationUnavailable", "Session", "sessions", "Image", "images", "check",
     "version", "tool_schema", "call_tool", "acall_tool", "LANGUAGES", "Pool", "LiveSandbox", "Context", "Files", "FileInfo",
-    "Process", "connect", "sandboxes",
+    "Process", "connect", "sandboxes", "snapshots", "remove_snapshot",
 ]
 __version__ = "0.1.0"

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .sandbox import Argv, OutputCallback, Sandbox, Stdin
 
 __all__ = ["LiveSandbox", "Context", "Files", "FileInfo", "Process", "Logs", "CONTEXT_LANGUAGES", "connect",
-           "sandboxes", "stop"]
+           "sandboxes", "stop", "snapshots", "remove_snapshot"]
 
 # The languages a context can run (the library's agents, src/lib/code/agents/).
 CONTEXT_LANGUAGES = ("python", "node")
@@ -193,7 +193,7 @@ class LiveSandbox:
     def __init__(self, sandbox: Optional["Sandbox"], *, name: Optional[str] = None,
                  idle_timeout: Union[None, str, float] = None, lifetime: Union[None, str, float] = None,
                  publish: Any = (), pause_when_idle: bool = False, detach: bool = False,
-                 _attach: Optional[str] = None) -> None:
+                 from_snapshot: Optional[str] = None, _attach: Optional[str] = None) -> None:
         from .sandbox import _timeout_ms
         self._sandbox = sandbox
         self._contexts: List["Context"] = []
@@ -206,8 +206,14 @@ class LiveSandbox:
             assert sandbox is not None
             flags = (1 if detach else 0) | (2 if pause_when_idle else 0)
             pub = [_publish_spec(p) for p in (publish or ())]
-            self._live = _call(_nsbox.Live, sandbox.policy, sandbox._settings, name, _timeout_ms(idle_timeout),
-                               _timeout_ms(lifetime), pub, flags)
+            policy = sandbox.policy
+            if from_snapshot is not None:
+                if policy is not None:
+                    raise ValueError("from_snapshot: the snapshot's configuration is the policy; the Sandbox "
+                                     "has one of its own (%r)" % (policy,))
+                policy = _call(_nsbox.snapshot_policy, from_snapshot)
+            self._live = _call(_nsbox.Live, policy, sandbox._settings, name, _timeout_ms(idle_timeout),
+                               _timeout_ms(lifetime), pub, flags, None, from_snapshot)
         self.files = Files(self)
 
     @property
@@ -220,6 +226,14 @@ class LiveSandbox:
         timeout and lifetime still bound it)."""
         _call(self._live.detach)
         self._owner = False
+
+    def snapshot(self, name: str) -> None:
+        """Keep what the sandbox wrote to /tmp and its home (files, packages
+        installed with pip --user or npm) and its configuration as the
+        snapshot ``name`` (replacing one of that name);
+        ``Sandbox().start(from_snapshot=name)`` or ``nsbox start --from
+        name`` starts sandboxes with them. Process memory is not kept."""
+        _call(self._live.snapshot, name)
 
     def stop(self) -> None:
         """End the sandbox and everything in it, whoever started it."""
@@ -389,6 +403,17 @@ def connect(name: str) -> LiveSandbox:
     ``nsbox start``, ``Sandbox.start`` in any process, or an MCP server).
     ``close()`` lets it go; ``stop()`` ends it."""
     return LiveSandbox(None, _attach=name)
+
+
+def snapshots() -> List[Dict[str, Any]]:
+    """Your snapshots (``nsbox snapshot ls --json``): name, sandbox, id,
+    created, size_bytes."""
+    import json
+    return list(json.loads(_call(_nsbox.snapshot_list)))
+
+
+def remove_snapshot(name: str) -> None:
+    _call(_nsbox.snapshot_remove, name)
 
 
 def sandboxes() -> List[Dict[str, Any]]:

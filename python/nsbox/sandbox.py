@@ -246,7 +246,7 @@ class Sandbox:
 
     def start(self, *, name: Optional[str] = None, idle_timeout: Union[None, str, float] = None,
               lifetime: Union[None, str, float] = None, publish: Any = (), pause_when_idle: bool = False,
-              detach: bool = False) -> "LiveSandbox":
+              detach: bool = False, from_snapshot: Optional[str] = None) -> "LiveSandbox":
         """A long-lived sandbox from this configuration (set up now): run
         commands in it with ``exec``, keep an interpreter with ``context``,
         move files with ``files``; a context manager (``with sb.start() as
@@ -257,10 +257,12 @@ class Sandbox:
         running background process (paused instead with
         ``pause_when_idle``), and after ``lifetime``. ``publish``: ports
         forwarded from the host's loopback (``[8080]``: any free host port;
-        ``[(18080, 8080)]``; ``["0.0.0.0:18080:8080"]``)."""
+        ``[(18080, 8080)]``; ``["0.0.0.0:18080:8080"]``). ``from_snapshot``:
+        start with a snapshot's files (``LiveSandbox.snapshot``), its
+        configuration the policy under this Sandbox's settings."""
         from .live import LiveSandbox
         return LiveSandbox(self, name=name, idle_timeout=idle_timeout, lifetime=lifetime, publish=publish,
-                           pause_when_idle=pause_when_idle, detach=detach)
+                           pause_when_idle=pause_when_idle, detach=detach, from_snapshot=from_snapshot)
 
     # ---- internals -------------------------------------------------------
 

@@ -199,6 +199,49 @@ static PyObject *py_live_list(PyObject *self, PyObject *unused)
 	return o;
 }
 
+/* snapshot_policy(name) -> its configuration file's path. */
+static PyObject *py_snapshot_policy(PyObject *self, PyObject *args)
+{
+	(void) self;
+	const char *name;
+	if (!PyArg_ParseTuple(args, "s", &name))
+		return NULL;
+	char path[4096];
+	nsbox_error *e = NULL;
+	int r = nsbox_snapshot_policy(name, path, sizeof(path), &e);
+	if (r < 0)
+		return raise_error(e, r);
+	return PyUnicode_DecodeFSDefault(path);
+}
+
+/* snapshot_list() -> JSON; snapshot_remove(name). */
+static PyObject *py_snapshot_list(PyObject *self, PyObject *unused)
+{
+	(void) self;
+	(void) unused;
+	char *json = NULL;
+	nsbox_error *e = NULL;
+	int r = nsbox_snapshot_list(&json, &e);
+	if (r < 0)
+		return raise_error(e, r);
+	PyObject *o = PyUnicode_FromString(json);
+	free(json);
+	return o;
+}
+
+static PyObject *py_snapshot_remove(PyObject *self, PyObject *args)
+{
+	(void) self;
+	const char *name;
+	if (!PyArg_ParseTuple(args, "s", &name))
+		return NULL;
+	nsbox_error *e = NULL;
+	int r = nsbox_snapshot_remove(name, &e);
+	if (r < 0)
+		return raise_error(e, r);
+	Py_RETURN_NONE;
+}
+
 /* live_stop(name): end a started sandbox and wait until it is gone. */
 static PyObject *py_live_stop(PyObject *self, PyObject *args)
 {
@@ -481,6 +524,9 @@ static PyMethodDef methods[] = {
 	{ "images", py_images, METH_NOARGS, "The images this user may run." },
 	{ "live_list", py_live_list, METH_NOARGS, "The started sandboxes as JSON." },
 	{ "live_stop", py_live_stop, METH_VARARGS, "Stop a started sandbox." },
+	{ "snapshot_policy", py_snapshot_policy, METH_VARARGS, "A snapshot's configuration file." },
+	{ "snapshot_list", py_snapshot_list, METH_NOARGS, "The snapshots as JSON." },
+	{ "snapshot_remove", py_snapshot_remove, METH_VARARGS, "Remove a snapshot." },
 	{ "check", py_check, METH_NOARGS, "The host check as JSON." },
 	{ "session_list", py_session_list, METH_VARARGS, "Session names (the caller's, or all)." },
 	{ "session_diff", py_session_diff, METH_VARARGS, "A session's changes as one patch (bytes)." },

@@ -85,13 +85,13 @@ static void leave(Live *l)
 static PyObject *live_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "policy", "settings", "name", "idle_ms", "lifetime_ms", "publish", "flags", "attach",
-		                  NULL };
+		                  "from_snapshot", NULL };
 	PyObject *policy = Py_None, *settings = Py_None, *publish = Py_None;
-	const char *name = NULL, *attach = NULL;
+	const char *name = NULL, *attach = NULL, *from = NULL;
 	unsigned long long idle_ms = 0, lifetime_ms = 0;
 	unsigned int flags = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOzKKOIz", kwlist, &policy, &settings, &name, &idle_ms,
-	                                 &lifetime_ms, &publish, &flags, &attach))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOzKKOIzz", kwlist, &policy, &settings, &name, &idle_ms,
+	                                 &lifetime_ms, &publish, &flags, &attach, &from))
 		return NULL;
 	Live *l = (Live *) type->tp_alloc(type, 0);
 	if (!l)
@@ -138,7 +138,8 @@ static PyObject *live_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		                 .name = name,
 		                 .idle_timeout_ms = idle_ms,
 		                 .lifetime_ms = lifetime_ms,
-		                 .publish = pub };
+		                 .publish = pub,
+		                 .from = from };
 	Py_BEGIN_ALLOW_THREADS
 	r = nsbox_live_start(&o, &l->sb, &e);
 	Py_END_ALLOW_THREADS
@@ -208,6 +209,23 @@ static PyObject *live_close(Live *l, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	live_shut(l, stop);
 	Py_END_ALLOW_THREADS
+	Py_RETURN_NONE;
+}
+
+/* snapshot(name): keep the sandbox's files and configuration. */
+static PyObject *live_snapshot(Live *l, PyObject *args)
+{
+	const char *snap;
+	if (!PyArg_ParseTuple(args, "s", &snap) || !enter(l))
+		return NULL;
+	nsbox_error *e = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = nsbox_live_snapshot(l->sb, snap, &e);
+	Py_END_ALLOW_THREADS
+	leave(l);
+	if (r < 0)
+		return raise_error(e, r);
 	Py_RETURN_NONE;
 }
 
@@ -801,6 +819,7 @@ static PyMethodDef live_methods[] = {
 	{ "file_mkdir", (PyCFunction) live_file_mkdir, METH_VARARGS, "Make a directory." },
 	{ "close", (PyCFunction) live_close, METH_VARARGS, "Let the sandbox go; close(True) ends it." },
 	{ "detach", (PyCFunction) live_detach, METH_NOARGS, "Let the sandbox outlive this process." },
+	{ "snapshot", (PyCFunction) live_snapshot, METH_VARARGS, "Keep its files and configuration." },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -205,3 +205,30 @@ def test_an_owner_killed_while_paused_leaves_nothing(rootfs):
         d = "/sys/fs/cgroup/" + ctrl
         if os.path.isdir(d):
             assert not [x for x in os.listdir(d) if x.startswith(mine)], ctrl
+
+
+def test_snapshot_and_start_from_it(rootfs):
+    # What a sandbox wrote to /tmp keeps, with its configuration; any
+    # number of sandboxes start from it, apart from each other.
+    import os
+    snap = "pysnap-%d" % os.getpid()
+    data = os.urandom(300000)
+    with nsbox.Sandbox(rootfs=rootfs, env={"FROM_SNAP": "kept"}).start() as live:
+        live.files.write("/tmp/blob", data)
+        live.exec(["sh", "-c", "mkdir -p /tmp/d && echo x > /tmp/d/f"])
+        live.snapshot(snap)
+    try:
+        assert [s for s in nsbox.snapshots() if s["name"] == snap][0]["size_bytes"] > 300000
+        with nsbox.Sandbox().start(from_snapshot=snap) as a, nsbox.Sandbox().start(from_snapshot=snap) as b:
+            assert a.files.read("/tmp/blob") == data
+            assert a.exec(["sh", "-c", "echo $FROM_SNAP; cat /tmp/d/f"]).stdout == "kept\nx\n"
+            a.files.write("/tmp/d/f", b"changed")
+            assert b.files.read("/tmp/d/f") == b"x\n"
+        with pytest.raises(ValueError):
+            nsbox.Sandbox(policy="standard").start(from_snapshot=snap)
+        with pytest.raises(nsbox.SandboxError) as e:
+            nsbox.Sandbox().start(from_snapshot="nosuch-%d" % os.getpid())
+        assert "no snapshot named" in str(e.value)
+    finally:
+        nsbox.remove_snapshot(snap)
+    assert snap not in [s["name"] for s in nsbox.snapshots()]

@@ -13,7 +13,7 @@ enum {
 	OPT_KEY = 256,   /* a plain setting: the row's key takes the value */
 	OPT_POLICY, OPT_TRUST, OPT_JSON, OPT_RESULT_FILE, OPT_INTERACTIVE, OPT_SYSFS, OPT_SECCOMP_LOG,
 	OPT_ALLOW_HOST_LOOPBACK, OPT_REQUIRE_CGROUP, OPT_ULIMIT, OPT_STATS_INTERVAL, OPT_STATS_FILE,
-	OPT_MAX_OUTPUT, OPT_HELP, OPT_NAME, OPT_IDLE_TIMEOUT, OPT_LIFETIME, OPT_PUBLISH, OPT_PAUSE_IDLE,
+	OPT_MAX_OUTPUT, OPT_HELP, OPT_NAME, OPT_IDLE_TIMEOUT, OPT_LIFETIME, OPT_PUBLISH, OPT_PAUSE_IDLE, OPT_FROM,
 };
 
 static const opt_def run_opts[] = {
@@ -85,6 +85,8 @@ static const opt_def run_opts[] = {
 	{ "lifetime", 0, "DURATION", OPT_LIFETIME, "(start) end it this long after it started", NULL },
 	{ "publish", 'p', "[ADDR:]HOSTPORT:PORT", OPT_PUBLISH, "(start) forward a host port (loopback by default;\n"
 	  "HOSTPORT 0: any free one) to PORT inside, whatever\nthe network (repeatable)", NULL },
+	{ "from", 0, "SNAPSHOT", OPT_FROM, "(start) start with a snapshot's files and configuration\n(nsbox "
+	  "snapshot); the options given here apply over it", NULL },
 	{ "pause-when-idle", 0, NULL, OPT_PAUSE_IDLE, "(start) pause it when idle instead of ending it; the\nnext "
 	  "request resumes it", NULL },
 	{ 0 },
@@ -163,10 +165,14 @@ static int take(run_args *a, int id, const opt_def *d, const char *v, bool start
 		return 0;
 	case OPT_SYSFS: return push(a, "filesystem.sysfs", "true", "--sysfs");
 	case OPT_INTERACTIVE: a->interactive = true; return 0;
-	case OPT_NAME: case OPT_IDLE_TIMEOUT: case OPT_LIFETIME: case OPT_PUBLISH: case OPT_PAUSE_IDLE:
+	case OPT_NAME: case OPT_IDLE_TIMEOUT: case OPT_LIFETIME: case OPT_PUBLISH: case OPT_PAUSE_IDLE: case OPT_FROM:
 		if (!start) {
 			snprintf(errbuf, errlen, "option '--%s' is for nsbox start", d->name);
 			return -1;
+		}
+		if (id == OPT_FROM) {
+			a->from = v;
+			return 0;
 		}
 		if (id == OPT_PAUSE_IDLE) {
 			a->pause_when_idle = true;

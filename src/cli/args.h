@@ -40,6 +40,7 @@ typedef struct run_args {
 	const char **publish;     /* --publish, NULL-terminated (malloc'ed) */
 	size_t n_publish;
 	bool pause_when_idle;
+	const char *from;         /* --from SNAPSHOT */
 	int argc;                 /* the command */
 	char **argv;
 	bool help;

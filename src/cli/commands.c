@@ -119,6 +119,7 @@ static const struct command {
 	{ "pause", cmd_pause, "pause NAME", "freeze a started sandbox (CPU stops, memory stays)" },
 	{ "resume", cmd_resume, "resume NAME", "thaw a paused sandbox" },
 	{ "stop", cmd_stop, "stop NAME", "end a started sandbox" },
+	{ "snapshot", cmd_snapshot, "snapshot NAME SNAP | ls | rm SNAP", "keep a started sandbox's files (start --from)" },
 	{ "mcp", cmd_mcp, "mcp [RUN OPTIONS]", "serve the sandbox's tools to an MCP client on stdio" },
 	{ "docker", cmd_docker, "docker run|exec|ps|stop|rm|logs|inspect|images ...",
 	  "Docker's command line, mapped onto nsbox (also: nsbox-docker)" },

@@ -241,7 +241,7 @@ bool nsbox_sandbox_paused(const nsbox_sandbox *sb);
  * instead, and resumed by the next request), and after lifetime_ms. */
 #define NSBOX_LIVE_DETACHED        (1u << 0)
 #define NSBOX_LIVE_PAUSE_WHEN_IDLE (1u << 1)
-#define NSBOX_LIVE_OPTIONS_VERSION 1
+#define NSBOX_LIVE_OPTIONS_VERSION 2
 typedef struct nsbox_live_options {
 	uint32_t version;             /* NSBOX_LIVE_OPTIONS_VERSION */
 	uint32_t flags;               /* NSBOX_LIVE_* */
@@ -250,6 +250,10 @@ typedef struct nsbox_live_options {
 	uint64_t idle_timeout_ms;     /* 0: none */
 	uint64_t lifetime_ms;         /* 0: none */
 	const char *const *publish;   /* NULL-terminated "[ADDR:]HOSTPORT:PORT" (loopback by default) */
+	/* version 2: a snapshot (nsbox_live_snapshot) whose files the sandbox
+	 * starts with; its configuration is nsbox_snapshot_policy()'s, which
+	 * the caller loads (the config given here is the one used). */
+	const char *from;
 } nsbox_live_options;
 /* -EEXIST when a sandbox of that name runs. */
 int nsbox_live_start(const nsbox_live_options *o, nsbox_sandbox **out, nsbox_error **err);
@@ -269,6 +273,19 @@ int nsbox_state_dir(const char *leaf, char *path, size_t len, bool create, nsbox
 /* A name of a sandbox (or a container): letters, digits, '-', '_', '.';
  * at most 63; not starting with '.' or '-'. */
 bool nsbox_name_ok(const char *name);
+/* Snapshots: what a started sandbox wrote to its own writable filesystems
+ * (/tmp and the writable home: files, packages installed with pip --user
+ * or npm) and its configuration, kept as SNAP in the caller's private
+ * store (nsbox_state_dir "snapshots"); process memory is not. The archive
+ * is made and restored inside the sandboxes by their own tar (the image
+ * needs one): the host keeps the bytes and never parses them. A snapshot
+ * of that name is replaced whole. */
+int nsbox_live_snapshot(nsbox_sandbox *sb, const char *snap, nsbox_error **err);
+/* SNAP's configuration file (a policy: nsbox_config_load_policy). */
+int nsbox_snapshot_policy(const char *snap, char *path, size_t len, nsbox_error **err);
+/* A JSON array of {name, sandbox, id, created, size_bytes} (malloc'ed). */
+int nsbox_snapshot_list(char **json, nsbox_error **err);
+int nsbox_snapshot_remove(const char *snap, nsbox_error **err);
 /* The caller's running sandboxes as a JSON array (malloc'ed) of objects:
  * name, id, monitor_pid, started, image, idle_timeout_ms, lifetime_ms,
  * paused, pause_when_idle, owned, warning, enforced_by, published

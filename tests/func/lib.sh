@@ -62,7 +62,7 @@ make_rootfs() {
 	mkdir -p "$r"/bin "$r"/proc "$r"/dev "$r"/tmp "$r"/sys "$r"/etc "$r"/home/sandbox "$r"/mnt
 	cp "$BUSYBOX" "$r/bin/busybox"
 	cp "$PROBE" "$r/bin/probe"
-	for a in sh echo cat ls id hostname ps sleep true false env pwd test kill wc head tr seq yes dd nc printf; do
+	for a in sh echo cat ls id hostname ps sleep true false env pwd test kill wc head tr seq yes dd nc printf tar find grep mkdir; do
 		ln -sf busybox "$r/bin/$a"
 	done
 	printf 'root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000::/home/sandbox:/bin/sh\n' >"$r/etc/passwd"

@@ -31,5 +31,6 @@ int cmd_resume(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_process(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 #endif

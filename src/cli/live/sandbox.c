@@ -61,7 +61,25 @@ int live_cli_start(const run_args *a, uint32_t flags, char *name, size_t name_le
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
 	nsbox_sandbox *sb = NULL;
-	int r = cli_build_config(a, &cfg, &e);
+	/* --from: the snapshot's configuration is the policy, the options and
+	 * NSBOX_* variables apply over it, as over any policy. */
+	char snap_policy[4096];
+	run_args with = *a;
+	if (a->from) {
+		if (a->policy_given || a->trust) {
+			print_msg("start: --from takes the snapshot's configuration as the policy: not with --policy or "
+			          "--trust");
+			return EXIT_SETUP;
+		}
+		if (nsbox_snapshot_policy(a->from, snap_policy, sizeof(snap_policy), &e) < 0) {
+			print_error(e);
+			nsbox_error_free(e);
+			return EXIT_SETUP;
+		}
+		with.policy = snap_policy;
+		o.from = a->from;
+	}
+	int r = cli_build_config(&with, &cfg, &e);
 	o.config = cfg;
 	if (r == 0)
 		r = nsbox_live_start(&o, &sb, &e);

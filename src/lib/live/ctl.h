@@ -47,6 +47,7 @@ enum ctl_op {
 	CTL_CONTEXT_CLOSE,     /* strings: NAME */
 	CTL_INTERRUPT,         /* strings: NAME */
 	CTL_DETACH,            /* the sandbox outlives its owner from now on */
+	CTL_CONFIG,            /* its configuration, as a policy (snapshots) */
 	CTL_OP_MAX
 };
 

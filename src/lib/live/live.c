@@ -129,6 +129,7 @@ int nsbox_live_start(const nsbox_live_options *o, nsbox_sandbox **out, nsbox_err
 	    (o->flags & ~(NSBOX_LIVE_DETACHED | NSBOX_LIVE_PAUSE_WHEN_IDLE)))
 		return nsbox_err(err, EINVAL, "live", "start a sandbox: invalid options");
 	*out = NULL;
+	const char *from = o->version >= 2 ? o->from : NULL;
 	char name[64];
 	if (o->name)
 		snprintf(name, sizeof(name), "%.63s", o->name);
@@ -241,8 +242,21 @@ int nsbox_live_start(const nsbox_live_options *o, nsbox_sandbox **out, nsbox_err
 		                   "start sandbox '%s': the monitor '%s' ended before the sandbox was ready", name, path);
 		goto out;
 	}
-	/* The lock and the rest are the monitor's now (our copies close). */
+	/* The lock and the rest are the monitor's now: our copies close (a
+	 * stop below waits for the lock, which ours would hold). */
+	for (int i = 0; i < 5; i++)
+		if (fds[i] >= 0 && i != 3) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
 	r = remote_open(name, !(o->flags & NSBOX_LIVE_DETACHED), out, err);
+	/* Its snapshot's files, before anyone else uses it. A detached one
+	 * is stopped by name if they cannot be restored. */
+	if (r == 0 && from && (r = snapshot_restore(*out, from, err)) < 0) {
+		(void) nsbox_live_stop(name, NULL);
+		nsbox_sandbox_free(*out);
+		*out = NULL;
+	}
 out:
 	free(ready_msg);
 	free(yaml);

@@ -256,6 +256,20 @@ int remote_pause(nsbox_sandbox *sb, bool pause, nsbox_error **err)
 	return simple(sb, pause ? CTL_PAUSE : CTL_RESUME, NULL, err);
 }
 
+int remote_config(nsbox_sandbox *sb, char **yaml, nsbox_error **err)
+{
+	ctl_req h = { .op = CTL_CONFIG };
+	strs s = { 0 };
+	json_t *j = NULL;
+	int r = call_json(sb, &h, &s, NULL, 0, &j, err);
+	const char *y = r == 0 ? json_string_value(json_object_get(j, "config")) : NULL;
+	*yaml = y ? strdup(y) : NULL;
+	json_decref(j);
+	if (r == 0 && !*yaml)
+		r = nsbox_err(err, EPROTO, "live", "sandbox '%s': no configuration in the answer", sb->remote->name);
+	return r;
+}
+
 bool remote_paused(nsbox_sandbox *sb)
 {
 	ctl_req h = { .op = CTL_INFO };

@@ -41,6 +41,10 @@ int remote_file_remove(nsbox_sandbox *sb, const char *path, bool recursive, nsbo
 int remote_file_mkdir(nsbox_sandbox *sb, const char *path, unsigned mode, nsbox_error **err);
 
 int remote_pause(nsbox_sandbox *sb, bool pause, nsbox_error **err);
+/* The sandbox's configuration as YAML (malloc'ed). */
+int remote_config(nsbox_sandbox *sb, char **yaml, nsbox_error **err);
+/* snapshot.c: SNAP's files into the started sandbox sb. */
+int snapshot_restore(nsbox_sandbox *sb, const char *snap, nsbox_error **err);
 bool remote_paused(nsbox_sandbox *sb);
 int remote_expose(nsbox_sandbox *sb, const char *host_addr, uint16_t host_port, uint16_t port, uint16_t *bound,
                   nsbox_error **err);

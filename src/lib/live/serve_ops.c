@@ -389,7 +389,7 @@ static int read_by(int fd, char *p, size_t n, const struct timespec *start)
 static void wake_up(monitor *m, uint32_t op)
 {
 	if (op == CTL_INFO || op == CTL_STOP || op == CTL_PAUSE || op == CTL_RESUME || op == CTL_PROCS ||
-	    op == CTL_LOGS || op == CTL_DETACH)
+	    op == CTL_LOGS || op == CTL_DETACH || op == CTL_CONFIG)
 		return;
 	pthread_mutex_lock(&m->lock);
 	bool was = m->idle_paused;
@@ -421,6 +421,16 @@ static void dispatch(monitor *m, int cfd, const ctl_req *h, char **v, const int 
 	case CTL_CONTEXT_CLOSE:
 	case CTL_INTERRUPT: (void) serve_context(m, cfd, h, v); break;
 	case CTL_INFO: (void) reply_json(cfd, info(m)); break;
+	case CTL_CONFIG: {
+		char *yaml = NULL;
+		if (nsbox_config_to_yaml(m->cfg, &yaml, &e) < 0)
+			(void) reply_error(cfd, e, ENOMEM);
+		else
+			(void) reply_json(cfd, json_pack("{s:s}", "config", yaml));
+		free(yaml);
+		nsbox_error_free(e);
+		break;
+	}
 	case CTL_PAUSE:
 	case CTL_RESUME:
 		r = h->op == CTL_PAUSE ? nsbox_sandbox_pause(m->sb, &e) : nsbox_sandbox_resume(m->sb, &e);

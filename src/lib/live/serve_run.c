@@ -217,8 +217,10 @@ int serve_exec(monitor *m, int cfd, const ctl_req *h, char **v, const int *fds, 
 	if (h->flags & CTL_STDOUT) {
 		o.stdout_fd = fds[k++];
 		o.stderr_fd = fds[k++];
-	} else if (!(h->flags & (CTL_CAPTURE | CTL_STREAM))) {
-		o.flags |= NSBOX_SPAWN_CAPTURE;   /* nowhere to pass it: kept in the record */
+	} else {
+		/* Streamed (the library hands a run's output to on_output as it
+		 * captures it), or nowhere to pass it: kept in the record. */
+		o.flags |= NSBOX_SPAWN_CAPTURE;
 	}
 	(void) nfds;
 	r = governed(cfd, &o, h->flags & CTL_STREAM);
@@ -286,7 +288,7 @@ int serve_cell(monitor *m, int cfd, const ctl_req *h, char **v, const int *fds)
 	}
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
-		.flags = (h->flags & CTL_CAPTURE) || !(h->flags & (CTL_STDOUT | CTL_STREAM)) ? NSBOX_SPAWN_CAPTURE : 0,
+		.flags = (h->flags & (CTL_CAPTURE | CTL_STREAM)) || !(h->flags & CTL_STDOUT) ? NSBOX_SPAWN_CAPTURE : 0,
 		.context = ctx,
 		.lang = v[1],
 		.code = v[2],

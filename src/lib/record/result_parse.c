@@ -42,7 +42,7 @@ int result_from_json(const char *text, nsbox_result **out, nsbox_error **err)
 {
 	*out = NULL;
 	json_error_t je;
-	json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	json_t *j = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	static const char *const names[] = { "exited", "signaled", "timed_out", "oom_killed", "setup_failed" };
 	const char *status = json_string_value(json_object_get(j, "status"));
 	int st = -1;
