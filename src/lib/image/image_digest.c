@@ -13,6 +13,7 @@
  * directory fds without following a link. */
 #include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,16 +213,13 @@ bool image_digest_valid(const char *s)
 
 bool image_meta_digest_of(const char *meta, char out[IMAGE_DIGEST_LEN])
 {
-	const char *p = strstr(meta, "\"digest\":\"");
-	if (!p)
-		return false;
-	p += 10;
-	size_t len = strcspn(p, "\"");
-	if (len != IMAGE_DIGEST_LEN - 1 || p[len] != '"')
-		return false;
-	memcpy(out, p, len);
-	out[len] = '\0';
-	return image_digest_valid(out);
+	json_t *j = json_loads(meta, JSON_REJECT_DUPLICATES, NULL);
+	const char *d = json_string_value(json_object_get(j, "digest"));
+	bool ok = d && strlen(d) == IMAGE_DIGEST_LEN - 1;
+	if (ok)
+		memcpy(out, d, IMAGE_DIGEST_LEN);
+	json_decref(j);
+	return ok && image_digest_valid(out);
 }
 
 bool image_digest_beside(int rootfs_fd, char out[IMAGE_DIGEST_LEN])

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -322,27 +323,33 @@ static int read_meta(const char *dir, nsbox_image_info *info)
 	if (n <= 0)
 		return -ENOENT;
 	text[n] = '\0';
-	/* Our own small, flat JSON: pick the fields out. */
-	char *p;
-	if ((p = strstr(text, "\"created\":\"")))
-		info->created = strndup(p + 11, strcspn(p + 11, "\""));
-	if ((p = strstr(text, "\"size_bytes\":")))
-		info->size_bytes = strtoull(p + 13, NULL, 10);
+	/* Our own file, read as any JSON is (jansson): escapes decoded. */
+	json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return -EINVAL;
+	}
+	const char *v;
+	if ((v = json_string_value(json_object_get(j, "created"))))
+		info->created = strdup(v);
+	info->size_bytes = (uint64_t) json_integer_value(json_object_get(j, "size_bytes"));
 	char digest[IMAGE_DIGEST_LEN];
 	if (image_meta_digest_of(text, digest))
 		info->digest = strdup(digest);
-	if ((p = strstr(text, "\"source\":\"")))
-		info->source = strndup(p + 10, strcspn(p + 10, "\""));
-	unsigned long setid, caps, devices;
-	if ((p = strstr(text, "\"stripped\":{")) &&
-	    sscanf(p, "\"stripped\":{\"setid\":%lu,\"capabilities\":%lu,\"devices\":%lu", &setid, &caps, &devices) == 3 &&
-	    setid + caps + devices > 0 &&
-	    asprintf(&info->stripped, "%lu setuid/setgid bits, %lu file capabilities, %lu device nodes", setid, caps,
-	             devices) < 0)
+	if ((v = json_string_value(json_object_get(j, "source"))))
+		info->source = strdup(v);
+	json_t *strip = json_object_get(j, "stripped");
+	json_int_t setid = json_integer_value(json_object_get(strip, "setid")),
+	           caps = json_integer_value(json_object_get(strip, "capabilities")),
+	           devices = json_integer_value(json_object_get(strip, "devices"));
+	if (setid + caps + devices > 0 &&
+	    asprintf(&info->stripped, "%lld setuid/setgid bits, %lld file capabilities, %lld device nodes",
+	             (long long) setid, (long long) caps, (long long) devices) < 0)
 		info->stripped = NULL;
-	if (!strstr(text, "\"stripped\":") || !strstr(text, "\"v\":2}"))
+	if (!json_is_object(strip) || json_integer_value(json_object_get(strip, "v")) != 2)
 		info->stripped = strdup("not done: made by an older nsbox that kept setuid files and devices; "
 		                        "rebuild it (root's: nsbox image build NAME) or import it again");
+	json_decref(j);
 	return 0;
 }
 
@@ -364,17 +371,13 @@ static int meta_add_digest(const char *dir, int root_fd, nsbox_error **err)
 	if (n <= 0)
 		return nsbox_err(err, n < 0 ? errno : EINVAL, "image", "read '%s'", path);
 	text[n] = '\0';
-	char *at = strstr(text, "\"source\":");
-	if (!at)
-		at = strrchr(text, '}');
-	if (!at)
+	json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(j) || json_object_set_new(j, "digest", json_string(digest)) < 0) {
+		json_decref(j);
 		return nsbox_err(err, EINVAL, "image", "'%s' is not an image's meta.json", path);
-	buf b = { 0 };
-	if (*at == '}')
-		buf_printf(&b, "%.*s,\"digest\":\"%s\"%s", (int) (at - text), text, digest, at);
-	else
-		buf_printf(&b, "%.*s\"digest\":\"%s\",%s", (int) (at - text), text, digest, at);
-	_cleanup_free_ char *out = buf_steal(&b);
+	}
+	_cleanup_free_ char *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(j);
 	_cleanup_close_ int w = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (!out || w < 0 || write(w, out, strlen(out)) != (ssize_t) strlen(out) || rename(tmp, path) < 0) {
 		int e = errno;
