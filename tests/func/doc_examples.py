@@ -45,7 +45,8 @@ PYTHONPATH = os.environ.get("DOCS_PYTHONPATH", "")
 
 # (pattern on a command line, reason): lines not run here.
 SKIP_LINES = [
-    (r"\bdocker\b|docker-export\.sh", "needs a Docker engine (none on this machine)"),
+    (r"^docker (save|build|create|export)|docker-export\.sh", "needs a Docker engine (none on this machine)"),
+    (r"docker-default\.json", "needs Docker's own seccomp profile file (tests/func/scale-docs.test loads one)"),
     (r"--network (user|host)", "reaches the network"),
     (r"--policy deps .*pip install|--allow-host registry\.npmjs\.org", "installs from a package index (the network)"),
     (r"redis://queue|celery -A", "needs another host (the Redis queue and Celery workers)"),
@@ -135,6 +136,25 @@ def man_blocks(path):
 
 SCRATCH = os.path.join(T, "docs-scratch")
 HOME = os.path.join(T, "docs-home")
+BIN = os.path.join(SCRATCH, ".bin")   # nsbox, and nsbox-docker as make install links it
+
+
+MADE = []
+
+
+def cleanup():
+    """Stop what the examples left running (all in the scratch HOME's
+    private state) and remove what was made outside the scratch tree."""
+    env = env_for("")
+    p = subprocess.run(["nsbox", "docker", "ps", "-aq"], env=env, capture_output=True, text=True)
+    for c in p.stdout.split():
+        subprocess.run(["nsbox", "docker", "rm", "-f", c], env=env, capture_output=True)
+    p = subprocess.run(["nsbox", "ps"], env=env, capture_output=True, text=True)
+    for line in p.stdout.splitlines()[1:]:
+        if line.split():
+            subprocess.run(["nsbox", "stop", line.split()[0]], env=env, capture_output=True)
+    for f in MADE:
+        os.unlink(f)
 
 
 def fixtures():
@@ -170,6 +190,32 @@ def fixtures():
     # a flat tar of a tiny root filesystem (docker export's shape)
     with tarfile.open(os.path.join(SCRATCH, "exported.tar"), "w") as t:
         t.add(ROOTFS, arcname=".")
+    # this directory as a project under git: configure, make, commit
+    with open(os.path.join(SCRATCH, "configure"), "w") as f:
+        f.write("#!/bin/sh\necho configured\n")
+    os.chmod(os.path.join(SCRATCH, "configure"), 0o755)
+    with open(os.path.join(SCRATCH, "Makefile"), "w") as f:
+        f.write("all:\n\techo built >>build.log\n")
+    with open(os.path.join(SCRATCH, "build.log"), "w") as f:
+        f.write("")
+    with open(os.path.join(HOME, ".gitconfig"), "w") as f:
+        f.write("[user]\n\tname = docs test\n\temail = docs@test.invalid\n[safe]\n\tdirectory = *\n")
+    git = ["git", "-C", SCRATCH]
+    subprocess.run(git + ["init", "-q"], check=True, env=dict(os.environ, HOME=HOME))
+    # the identity in the repository itself: the sandbox has a HOME of its own
+    subprocess.run(git + ["config", "user.name", "docs test"], check=True, env=dict(os.environ, HOME=HOME))
+    subprocess.run(git + ["config", "user.email", "docs@test.invalid"], check=True, env=dict(os.environ, HOME=HOME))
+    subprocess.run(git + ["add", "configure", "Makefile", "build.log"], check=True, env=dict(os.environ, HOME=HOME))
+    subprocess.run(git + ["commit", "-qm", "start"], check=True, env=dict(os.environ, HOME=HOME))
+    os.makedirs(BIN)
+    os.symlink(os.environ["NSBOX"], os.path.join(BIN, "nsbox"))
+    os.symlink(os.environ["NSBOX"], os.path.join(BIN, "nsbox-docker"))
+    with open(os.path.join(SCRATCH, "x.py"), "w") as f:
+        f.write("print('x')\n")
+    if not os.path.exists("/tmp/x.py"):   # the examples' own path; removed at the end
+        shutil.copy(os.path.join(SCRATCH, "x.py"), "/tmp/x.py")
+        os.chmod("/tmp/x.py", 0o644)
+        MADE.append("/tmp/x.py")
     with open(os.path.join(SCRATCH, "mypolicy.yaml"), "w") as f:
         f.write("limits: { memory: 256m, timeout: 30s }\n")
     os.system("chmod -R a+rX '%s' '%s'" % (SCRATCH, HOME))
@@ -177,7 +223,7 @@ def fixtures():
 
 def env_for(line):
     env = dict(os.environ)
-    env.update(HOME=HOME, PATH="%s:/usr/bin:/bin:/usr/sbin:/sbin" % NSBOX_DIR, NSBOX_QUIET="1",
+    env.update(HOME=HOME, PATH="%s/bin:%s:/usr/bin:/bin:/usr/sbin:/sbin" % (HOME, BIN), NSBOX_QUIET="1",
                PYTHONPATH=PYTHONPATH)
     for pat, extra in LINE_ENV:
         if re.search(pat, line):
@@ -267,12 +313,16 @@ def run_yaml(where, body, seccomp):
         bad("%s: the %s example is accepted" % (where, "seccomp profile" if seccomp else "policy"), p.stderr)
 
 
-COMMANDS = re.compile(r"^(sudo |nsbox|echo |\./|rootfs/|python3 |docker |NSBOX_|celery |R=|hyperfine|"
+COMMANDS = re.compile(r"^(sudo |nsbox|echo |mkdir |\./|rootfs/|python3 |docker |NSBOX_|celery |R=|hyperfine|"
                       r"PKG_CONFIG_PATH|~/venv|make|\$ )")
 
 
 def main():
-    fixtures()
+    try:
+        fixtures()
+    except BaseException:
+        cleanup()
+        raise
     blocks = []
     docs = [os.path.join(TOP, "README.md")] + sorted(
         os.path.join(TOP, "docs", f) for f in os.listdir(os.path.join(TOP, "docs")) if f.endswith(".md"))
@@ -311,6 +361,7 @@ def main():
         else:
             bad("%s: an example that is neither run nor marked (<!-- example: output --> or skip REASON)" % where,
                 "\n".join(body[:5]))
+    cleanup()
     print("%d passed, %d failed" % (results["pass"], results["fail"]))
     return 1 if results["fail"] else 0
 
