@@ -1,9 +1,11 @@
 #!/bin/sh
 # Set up nsbox on a fresh Debian/Ubuntu machine and run the main job: install
-# the build and test dependencies, build nsbox, build the default image
-# (Python 3 with numpy, pandas, requests, httpx and matplotlib, Node.js, npm,
-# git; as root, with debootstrap; kept if it exists), and run a Python snippet
-# that imports that stack in the default sandbox. Run it from the source tree;
+# the build and test dependencies, build nsbox, install it (`make install`
+# into /usr/local: the nsbox command, libnsbox, and the Python package for the
+# system's python3; it runs ldconfig), build the default image (Python 3 with
+# numpy, pandas, requests, httpx and matplotlib, Node.js, npm, git; as root,
+# with debootstrap; kept if it exists), and run a Python snippet that imports
+# that stack in the default sandbox with the installed nsbox. Run it from the source tree;
 # it uses sudo for the steps that need root when you are not root.
 set -eu
 cd "$(dirname "$0")"
@@ -15,7 +17,7 @@ if command -v apt-get >/dev/null; then
 		build-essential autoconf automake libtool pkg-config file \
 		libseccomp-dev libcap-dev libmnl-dev libyaml-dev libarchive-dev libjansson-dev check \
 		busybox-static uidmap python3 util-linux debootstrap iproute2 \
-		python3-dev python3-setuptools python3-pytest python3-venv \
+		python3-dev python3-setuptools python3-wheel python3-pytest python3-venv \
 		hyperfine bubblewrap redis-server python3-celery python3-redis python3-yaml python3-seccomp \
 		skopeo docker-registry openssl bsdutils >/dev/null
 	# The --network user helpers: not every release has passt (Ubuntu 22.04
@@ -28,10 +30,12 @@ fi
 [ -x configure ] || ./autogen.sh >/dev/null
 [ -f Makefile ] || ./configure --enable-werror >/dev/null
 make -j"$(nproc)" >/dev/null
-$SUDO ./src/cli/nsbox image build
-./src/cli/nsbox run-code --lang python -c 'import pandas, numpy, requests, httpx, matplotlib' || {
+$SUDO make install >/dev/null
+hash -r
+$SUDO nsbox image build
+nsbox run-code --lang python -c 'import pandas, numpy, requests, httpx, matplotlib' || {
 	echo "quickstart: the default image lacks the data stack: it was built by an older nsbox;" \
-		"rebuild it with 'sudo ./src/cli/nsbox image build --rebuild'" >&2
+		"rebuild it with 'sudo nsbox image build --rebuild'" >&2
 	exit 1
 }
-./src/cli/nsbox run-code --lang python -c 'print(42)'
+nsbox run-code --lang python -c 'print(42)'

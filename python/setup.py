@@ -7,11 +7,21 @@ Where libnsbox is found, in order:
      prefix).
 The extension records the library directory as its run path (RUNPATH), so an
 installed nsbox in a private prefix is found without LD_LIBRARY_PATH; set
-NSBOX_NO_RPATH=1 to leave it out (distribution packages).
+NSBOX_NO_RPATH=1 to leave it out (distribution packages), NSBOX_RPATH=DIR to
+record another directory (make install links against the build tree and
+records the install prefix's).
+
+The build never writes into the source tree: build/ and the egg-info go to
+NSBOX_BUILD_DIR, or to a private temporary directory removed when the build
+ends. Warnings are errors only with NSBOX_WERROR=1 (the test suite sets it).
+The metadata is in pyproject.toml.
 """
+import atexit
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 
 from setuptools import Extension, setup
 
@@ -38,15 +48,27 @@ def _library():
 
 
 include_dirs, library_dirs = _library()
-rpath = [] if os.environ.get("NSBOX_NO_RPATH") else library_dirs
+rpath = [] if os.environ.get("NSBOX_NO_RPATH") else \
+    [os.environ["NSBOX_RPATH"]] if os.environ.get("NSBOX_RPATH") else library_dirs
+
+
+def _build_dir():
+    d = os.environ.get("NSBOX_BUILD_DIR")
+    if d:
+        return os.path.abspath(d)
+    d = tempfile.mkdtemp(prefix="nsbox-pybuild-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+build_dir = _build_dir()
+werror = ["-Werror"] if os.environ.get("NSBOX_WERROR") == "1" else []
 
 setup(
-    name="nsbox",
-    version="0.1.0",
-    description="Run untrusted code in nsbox sandboxes from Python (bindings over libnsbox)",
     packages=["nsbox", "nsbox.integrations"],
     package_data={"nsbox": ["py.typed", "_nsbox.pyi"]},
-    python_requires=">=3.9",
+    options={"build": {"build_base": os.path.join(build_dir, "build")},
+             "egg_info": {"egg_base": build_dir}},
     ext_modules=[Extension(
         "nsbox._nsbox",
         sources=["src/_nsbox.c", "src/run.c", "src/pool.c", "src/live.c"],
@@ -54,7 +76,7 @@ setup(
         library_dirs=library_dirs,
         runtime_library_dirs=rpath,
         libraries=["nsbox"],
-        extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
+        extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", *werror, "-Wno-missing-field-initializers",
                             "-Wno-cast-function-type"],
     )],
 )

@@ -154,7 +154,14 @@ def test_pause_and_resume(rootfs):
             assert e.errno == 95 and "rlimits" in e.message   # ENOTSUP: no cgroup (rootless here)
             pytest.skip("no cgroup freezer for this identity: %s" % e.message)
         assert lv.paused
+        # What was written just before the freeze may still be on its way
+        # from the pipe into the log ring: wait until it has arrived.
         n = p.logs().stdout_bytes
+        for _ in range(100):
+            time.sleep(0.1)
+            if p.logs().stdout_bytes == n:
+                break
+            n = p.logs().stdout_bytes
         time.sleep(0.5)
         assert p.logs().stdout_bytes == n    # nothing ran while paused
         with pytest.raises(nsbox.SandboxError) as e:

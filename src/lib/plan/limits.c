@@ -83,16 +83,14 @@ static int plan_rlimit_mode(nsbox_plan *p, const nsbox_config *cfg, nsbox_error 
 		add_rlimit_soft(p, RLIMIT_CPU, whole + ((double) whole < s) + 1, true);   /* ceil, + 1 */
 	}
 	p->enforced_by = "rlimit";
-	char cpu[64] = "all CPUs";
-	if (p->pin_cpus)
-		snprintf(cpu, sizeof(cpu), "pinned to %d CPU%s", p->cpu_count, p->cpu_count == 1 ? "" : "s");
-	/* A policy that says `fallback: rlimit` has read this already. */
-	if (cfg->fallback == FALLBACK_WARN &&
-	    asprintf(&p->warning,
-	             "no usable cgroup (%s); limits are enforced with rlimits instead: memory per process "
-	             "(RLIMIT_DATA), processes (RLIMIT_NPROC), CPU %s (remedy: %s; limits.fallback: rlimit in a policy acknowledges this, refuse or --require-cgroup refuses it)",
-	             p->cg_host.reason, cpu, cgroup_remedy) < 0)
-		p->warning = NULL;
+	/* One short line naming the remedy; `nsbox check` has the whole story.
+	 * A policy that says `fallback: rlimit` has read this already, and
+	 * NSBOX_QUIET (set, not "0") asks for silence. */
+	const char *quiet = getenv("NSBOX_QUIET");
+	if (cfg->fallback == FALLBACK_WARN && !(quiet && *quiet && strcmp(quiet, "0") != 0))
+		p->warning = strdup("no usable cgroup: limits are rlimits, per process (remedy: run as root, or give a "
+		                    "delegated cgroup v2 with --cgroup-parent; details: nsbox check; silence: "
+		                    "limits.fallback: rlimit or NSBOX_QUIET=1)");
 	return 0;
 }
 

@@ -136,7 +136,11 @@ static void check_cgroups(nsbox_check *c)
 		    h.parent[CG_CPUACCT] ? h.parent[CG_CPUACCT] : "not used");
 	else
 		add(c, "cgroups", false, NSBOX_CHECK_WARN, remedy,
-		    "none usable (%s): limits fall back to rlimits and CPU pinning", h.reason);
+		    "none usable (%s): limits fall back to rlimits: memory per process (RLIMIT_DATA), not for the "
+		    "sandbox as a whole, and an OOM kill is not detected (allocations fail instead); processes per "
+		    "sandbox (RLIMIT_NPROC); CPU by pinning to whole CPUs (a fractional --cpus is refused). Every run "
+		    "warns in one line unless a policy acknowledges it (limits.fallback: rlimit) or NSBOX_QUIET is "
+		    "set; --require-cgroup (limits.fallback: refuse) refuses such runs", h.reason);
 	cgroup_host_free(&h);
 }
 
