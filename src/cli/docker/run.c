@@ -23,9 +23,12 @@
 
 extern char **environ;
 
+/* userdata: a warning already shown (a started sandbox's, which its
+ * execs repeat), or NULL. */
 static void print_warning(void *userdata, const char *message)
 {
-	(void) userdata;
+	if (userdata && !strcmp(userdata, message))
+		return;
 	print_msg("warning: %s", message);
 }
 
@@ -325,6 +328,7 @@ static int fg_body(void *arg)
 		.signal_fd = sfd,
 		.stats_fd = -1,
 		.on_warning = print_warning,
+		.warning_userdata = sb ? (void *) nsbox_sandbox_warning(sb) : NULL,
 	};
 	nsbox_result *res = NULL;
 	nsbox_error *e = NULL;
