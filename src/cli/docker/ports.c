@@ -173,7 +173,8 @@ int docker_cmd_port(int argc, char **argv)
 	char **lines = NULL;
 	size_t n = 0;
 	if (ports && port_lines(&c, ports, argc - first == 2 ? argv[first + 1] : NULL, &lines, &n) == 0) {
-		qsort(lines, n, sizeof(*lines), natural_qsort);
+		if (n)
+			qsort(lines, n, sizeof(*lines), natural_qsort);
 		for (size_t i = 0; i < n; i++)
 			printf("%s\n", lines[i]);
 		rc = 0;

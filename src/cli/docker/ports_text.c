@@ -76,7 +76,8 @@ static void group_out(FILE *f, bool *sep, const port_group *g)
  * first appeared; then the others (127.0.0.1:8080->80/tcp), in order. */
 static void display_rows(FILE *f, port_row *rows, size_t n)
 {
-	qsort(rows, n, sizeof(*rows), row_cmp);
+	if (n)
+		qsort(rows, n, sizeof(*rows), row_cmp);
 	port_group *groups = calloc(n ? n : 1, sizeof(*groups));
 	size_t ng = 0;
 	bool sep = false;

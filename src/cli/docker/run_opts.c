@@ -29,7 +29,7 @@ enum {
 #define HIDDEN NULL
 
 static const opt_def run_opts[] = {
-	{ "rm", 0, OPT_BOOL, R_RM, "remove the container when it exits (a run in the\nforeground always leaves nothing)", NULL },
+	{ "rm", 0, OPT_BOOL, R_RM, "remove the container when it exits (a run in the\nforeground without --name leaves nothing)", NULL },
 	{ "detach", 'd', OPT_BOOL, R_DETACH, "run in the background: a long-lived sandbox (nsbox start)\nand the command in it; print its id", NULL },
 	{ "name", 0, "NAME", R_NAME, "the container's name (with -d or -p: the sandbox's)", NULL },
 	{ "memory", 'm', "SIZE", R_MEMORY, "memory limit (limits.memory), no swap beyond it", "limits.memory" },
