@@ -60,8 +60,40 @@ static const struct {
 	{ { "--device", "/dev/kvm", "img", "true" }, "!--device /dev/kvm: refused: nsbox passes no host device" },
 	{ { "--pid", "host", "img", "true" }, "!--pid host: refused: the sandbox always has a pid namespace" },
 	{ { "--pid=host", "img", "true" }, "!--pid host: refused" },
-	{ { "-p", "8080:80", "img", "true" }, "!--publish 8080:80: refused: nsbox docker publishes no port" },
-	{ { "-P", "img", "true" }, "!--publish-all: refused" },
+	/* Ports: Docker's -p spellings as the library's [ADDR:]HOSTPORT:PORT
+	 * (no address: the library's loopback; host port 0: any free one). */
+	{ { "-p", "8080:80", "img", "true" }, " | image=img argc=1 publish=8080:80 expose=80" },
+	{ { "-p", "80", "--publish", ":81", "img", "true" }, " | image=img argc=1 publish=0:80,0:81 expose=80,81" },
+	{ { "-p", "127.0.0.1::80/tcp", "img", "true" }, " | image=img argc=1 publish=127.0.0.1:0:80 expose=80" },
+	{ { "-p", "0.0.0.0:8080:80", "img", "true" }, " | image=img argc=1 publish=0.0.0.0:8080:80 expose=80" },
+	{ { "-p", "[::1]:8080:80", "-p", "::1:8081:81", "img", "true" },
+	  " | image=img argc=1 publish=[::1]:8080:80,[::1]:8081:81 expose=80,81" },
+	{ { "-p", "8000-8002:9000-9002", "img", "true" },
+	  " | image=img argc=1 publish=8000:9000,8001:9001,8002:9002 expose=9000,9001,9002" },
+	{ { "-p", "9001-9002", "img", "true" }, " | image=img argc=1 publish=0:9001,0:9002 expose=9001,9002" },
+	{ { "--publish=8080:80", "--publish", "8081:80", "img", "true" },
+	  " | image=img argc=1 publish=8080:80,8081:80 expose=80" },
+	{ { "--expose", "7000", "img", "true" }, " | image=img argc=1 expose=7000" },
+	{ { "-P", "--expose", "7000", "img", "true" }, " | image=img argc=1 publish=0:7000 expose=7000 all" },
+	{ { "-P", "--expose=7001-7002/tcp", "-p", "8080:7001", "img", "true" },
+	  " | image=img argc=1 publish=8080:7001,0:7002 expose=7001,7002 all" },
+	{ { "--publish-all=false", "img", "true" }, " | image=img argc=1" },
+	{ { "-p", "8080:80/udp", "img", "true" }, "!--publish '8080:80/udp': nsbox forwards TCP only (no udp)" },
+	{ { "--expose", "53/sctp", "img", "true" }, "!nsbox forwards TCP only (no sctp)" },
+	{ { "-p", "80/xyz", "img", "true" }, "!unknown protocol 'xyz'" },
+	{ { "-p", "localhost:8080:80", "img", "true" }, "!expected [IP:][HOSTPORT:]PORT" },
+	{ { "-p", "[::1:8080:80", "img", "true" }, "!expected [IP:][HOSTPORT:]PORT" },
+	{ { "-p", "8080:0", "img", "true" }, "!the container's port is 1..65535" },
+	{ { "-p", "8080:", "img", "true" }, "!the container's port is 1..65535" },
+	{ { "-p", "8080:80x", "img", "true" }, "!the container's port is 1..65535" },
+	{ { "-p", "70000:80", "img", "true" }, "!the host port is 1..65535" },
+	{ { "-p", "8001-8000:80-81", "img", "true" }, "!the host port is 1..65535" },
+	{ { "-p", "8000-8010:80", "img", "true" }, "!not on any of a range" },
+	{ { "-p", "8000-8001:80-82", "img", "true" }, "!differ in length" },
+	{ { "-p", "1-100", "img", "true" }, "!at most 64 ports" },
+	{ { "-P", "img", "true" }, "!--publish-all: it publishes the --expose ports, and there are none" },
+	{ { "--expose", "abc", "img", "true" }, "!--expose 'abc': expected PORT" },
+	{ { "-P", "--expose", "1-65", "img", "true" }, "!--publish: nsbox publishes at most 64 ports" },
 	{ { "--ipc", "host", "img", "true" }, "!--ipc 'host': the sandbox always has an IPC namespace" },
 	{ { "--userns=host", "img", "true" }, "!--userns host: refused" },
 	{ { "--security-opt", "apparmor=unconfined", "img", "true" }, "!no AppArmor" },
@@ -122,6 +154,13 @@ static void describe(const docker_run *d, char *got, size_t len)
 		n += (size_t) snprintf(got + n, len - n, " entrypoint=%s", d->entrypoint);
 	if (d->n_labels)
 		n += (size_t) snprintf(got + n, len - n, " labels=%zu", d->n_labels);
+	for (size_t i = 0; i < d->a.n_publish; i++)
+		n += (size_t) snprintf(got + n, len - n, "%s%s", i ? "," : " publish=", d->a.publish[i]);
+	ck_assert(!d->a.publish || !d->a.publish[d->a.n_publish]);
+	for (size_t i = 0; i < d->n_exposed; i++)
+		n += (size_t) snprintf(got + n, len - n, "%s%u", i ? "," : " expose=", (unsigned) d->exposed[i]);
+	if (d->publish_all)
+		n += (size_t) snprintf(got + n, len - n, " all");
 }
 
 START_TEST(test_run_rows)
@@ -300,6 +339,58 @@ START_TEST(test_template)
 }
 END_TEST
 
+/* docker ps's PORTS column from NetworkSettings.Ports, grouped as Docker
+ * groups it (its DisplayablePorts tests, in this form). */
+static const struct {
+	const char *ports, *expect;
+} displays[] = {
+	{ "{}", "" },
+	{ "{\"9988/tcp\": null}", "9988/tcp" },
+	{ "{\"9988/tcp\": [{\"HostIp\": \"4.3.2.1\", \"HostPort\": \"8899\"}]}", "4.3.2.1:8899->9988/tcp" },
+	{ "{\"9988/tcp\": [{\"HostIp\": \"4.3.2.1\", \"HostPort\": \"9988\"}]}", "4.3.2.1:9988->9988/tcp" },
+	{ "{\"9999/udp\": [{\"HostIp\": \"1.2.3.4\", \"HostPort\": \"9999\"}], "
+	  "\"9998/udp\": [{\"HostIp\": \"1.2.3.4\", \"HostPort\": \"9998\"}]}",
+	  "1.2.3.4:9998-9999->9998-9999/udp" },
+	{ "{\"9999/udp\": null, \"9998/udp\": null}", "9998-9999/udp" },
+	{ "{\"6677/tcp\": [{\"HostIp\": \"1.2.3.4\", \"HostPort\": \"7766\"}], \"9988/udp\": null}",
+	  "9988/udp, 1.2.3.4:7766->6677/tcp" },
+	{ "{\"1024/tcp\": [{\"HostIp\": \"2.1.1.1\", \"HostPort\": \"80\"}, {\"HostIp\": \"1.1.1.1\", \"HostPort\": \"80\"}], "
+	  "\"80/udp\": [{\"HostIp\": \"1.1.1.1\", \"HostPort\": \"1024\"}], \"12345/sctp\": null, "
+	  "\"80/tcp\": [{\"HostIp\": \"2.1.1.1\", \"HostPort\": \"1024\"}, {\"HostIp\": \"1.1.1.1\", \"HostPort\": \"1024\"}], "
+	  "\"1025/tcp\": null, \"81/tcp\": null}",
+	  "81/tcp, 1025/tcp, 12345/sctp, 1.1.1.1:1024->80/tcp, 1.1.1.1:1024->80/udp, 2.1.1.1:1024->80/tcp, "
+	  "1.1.1.1:80->1024/tcp, 2.1.1.1:80->1024/tcp" },
+	{ "{\"80/tcp\": [{\"HostIp\": \"::1\", \"HostPort\": \"8080\"}, {\"HostIp\": \"0.0.0.0\", \"HostPort\": \"8080\"}]}",
+	  "0.0.0.0:8080->80/tcp, [::1]:8080->80/tcp" },
+	{ "{\"80/tcp\": [{\"HostIp\": \"::\", \"HostPort\": \"80\"}]}", "[::]:80->80/tcp" },
+	{ "{\"80/tcp\": [{\"HostIp\": \"\", \"HostPort\": \"8080\"}]}", "80/tcp" },
+};
+
+START_TEST(test_ports_display)
+{
+	json_t *v = json_loads(displays[_i].ports, JSON_PRESERVE_ORDER, NULL);
+	ck_assert_ptr_nonnull(v);
+	char *got = ports_display(v);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_msg(!strcmp(got, displays[_i].expect), "%s: got '%s', expected '%s'", displays[_i].ports, got,
+	              displays[_i].expect);
+	free(got);
+	json_decref(v);
+}
+END_TEST
+
+/* docker port's order: sortorder.NaturalLess. */
+START_TEST(test_natural_order)
+{
+	ck_assert_int_lt(ports_natural_cmp("8000/tcp -> 127.0.0.1:9", "10000/tcp -> 127.0.0.1:9"), 0);
+	ck_assert_int_gt(ports_natural_cmp("127.0.0.1:10000", "127.0.0.1:9000"), 0);
+	ck_assert_int_lt(ports_natural_cmp("a1", "a01"), 0);
+	ck_assert_int_lt(ports_natural_cmp("1", "a"), 0);
+	ck_assert_int_lt(ports_natural_cmp("x", "xy"), 0);
+	ck_assert_int_eq(ports_natural_cmp("x80", "x80"), 0);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("docker");
@@ -309,5 +400,7 @@ int main(void)
 	tcase_add_test(tc, test_table);
 	tcase_add_test(tc, test_no_prefix_landing);
 	tcase_add_loop_test(tc, test_template, 0, (int) (sizeof(templates) / sizeof(templates[0])));
+	tcase_add_loop_test(tc, test_ports_display, 0, (int) (sizeof(displays) / sizeof(displays[0])));
+	tcase_add_test(tc, test_natural_order);
 	return unit_run("docker", tc);
 }

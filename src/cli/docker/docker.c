@@ -40,6 +40,7 @@ static const struct dcmd {
 	{ "rm", docker_cmd_rm, "container", "rm [-f] CONTAINER...", "remove containers (-f: running ones too)" },
 	{ "logs", docker_cmd_logs, "container", "logs [-f] [--tail N] CONTAINER", "a detached container's output" },
 	{ "inspect", docker_cmd_inspect, "container", "inspect [-f TEMPLATE] CONTAINER...", "containers as JSON" },
+	{ "port", docker_cmd_port, "container", "port CONTAINER [PORT[/tcp]]", "where its ports are published" },
 	{ "images", docker_cmd_images, "image", "images [-q]", "the images of nsbox's store" },
 	{ "pull", docker_cmd_pull, "image", "pull REF", "an image from a registry (nsbox image pull)" },
 	{ "build", docker_cmd_build, "image", "build -f Dockerfile -t NAME CONTEXT", "build an image (nsbox image build -f)" },

@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include "args.h"
+#include "nsbox.h"
 
 /* Docker's exit statuses: run and exec fail with 125 (nothing ran), the
  * management commands (ps, rm, stop, logs, inspect ...) with 1. */
@@ -36,6 +37,16 @@
 #define DOCKER_EXIT_CMD 1
 
 /* ---- docker run's options (run_opts.c) ------------------------------------ */
+
+/* A published port (-p, -P; run_ports.c): the host's address as given (""
+ * the default, 127.0.0.1), the host port (0: any free one), the port inside. */
+typedef struct docker_port {
+	char addr[48];
+	uint16_t host_port;
+	uint16_t port;
+} docker_port;
+/* As many as the monitor of a started sandbox forwards. */
+#define DOCKER_PORTS_MAX 64
 
 typedef struct docker_run {
 	/* What nsbox takes: the policy (NSBOX_POLICY), the settings (policy
@@ -55,6 +66,11 @@ typedef struct docker_run {
 	size_t n_labels;
 	const char **env;         /* -e and --env-file entries, for inspect */
 	size_t n_env;
+	docker_port *ports;       /* -p and -P (the library's specs: a.publish) */
+	size_t n_ports;
+	uint16_t *exposed;        /* --expose and -p's ports, ascending, each once */
+	size_t n_exposed;
+	bool publish_all;         /* -P */
 	char **owned;             /* strings made here (settings point into them) */
 	size_t n_owned;
 } docker_run;
@@ -111,6 +127,9 @@ bool store_wait_unlocked(int dirfd, unsigned ms);
  * ended with the run's exit status. */
 struct json_t *state_running(void);
 struct json_t *state_exited(struct json_t *prev, int exit_code, bool oom, const char *error);
+/* Add the bound ports (ports_bound) to the running state an owner wrote:
+ * state.json's "Ports", dropped when it ends. 0, or -errno. */
+int store_set_ports(int dirfd, struct json_t *ports);
 /* Record how the container ended (state.json). */
 int store_end(int base, int dirfd, const char *name, int status, bool oom, const char *why);
 /* State as docker inspect shows it: "running" while the lock is held; a
@@ -149,6 +168,23 @@ int docker_cmd_inspect(int argc, char **argv);
 int docker_cmd_images(int argc, char **argv);
 int docker_cmd_pull(int argc, char **argv);
 int docker_cmd_build(int argc, char **argv);
+int docker_cmd_port(int argc, char **argv);
+
+/* ---- ports (ports.c) ----------------------------------------------------- */
+
+/* The ports the monitor of started sandbox sb listens on, as Docker's
+ * NetworkSettings.Ports ({"80/tcp": [{"HostIp": ..., "HostPort": "8080"}]}):
+ * a new object, or NULL having said why. */
+struct json_t *ports_bound(nsbox_sandbox *sb);
+/* A container's NetworkSettings.Ports: while it runs, the bound ones
+ * (state.json's "Ports") and its exposed ones (null where not published);
+ * else none. A new object. */
+struct json_t *ports_effective(const container *c, bool running);
+/* docker ps's PORTS column for such an object (malloc'ed; NULL: no memory);
+ * Go's net.JoinHostPort; sortorder.NaturalLess as a comparison (ports_text.c). */
+char *ports_display(struct json_t *ports);
+void ports_host_port(FILE *f, const char *ip, const char *port);
+int ports_natural_cmp(const char *a, const char *b);
 
 /* The detached container's runner (runner.c): in a child of docker run -d
  * that holds the container's lock; reports on status_fd ('O' once the

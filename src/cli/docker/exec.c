@@ -1,6 +1,11 @@
 /* docker exec CONTAINER COMMAND: `nsbox exec` in the container's sandbox,
  * with the options translated (the sandbox's timeout, limits.timeout, is
- * each exec's). */
+ * each exec's). With -d, a background process of the sandbox
+ * (nsbox_process_start, as nsbox exec --detach starts one): nothing is
+ * printed, as Docker prints nothing; its output is kept by the sandbox, not
+ * in the container's log (docker logs is the container's command's, as in
+ * Docker), for nsbox process ls|logs CONTAINER; it has no timeout, and ends
+ * with the container. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -10,6 +15,7 @@
 
 #include "cli.h"
 #include "docker/docker.h"
+#include "live/live_cli.h"
 #include "opts.h"
 
 enum { E_DETACH = 1, E_ENV, E_ENV_FILE, E_INTERACTIVE, E_TTY, E_USER, E_WORKDIR, E_PRIVILEGED, E_DETACH_KEYS, E_HELP };
@@ -21,8 +27,9 @@ static const opt_def exec_opts_defs[] = {
 	{ "tty", 't', OPT_BOOL, E_TTY, "give the command a pseudo-terminal", NULL },
 	{ "user", 'u', "UID[:GID]", E_USER, "only the container's own user (set by docker run -u)", NULL },
 	{ "workdir", 'w', "DIR", E_WORKDIR, "working directory inside", NULL },
+	{ "detach", 'd', OPT_BOOL, E_DETACH, "run it in the background (no timeout; it ends with the\ncontainer; "
+	  "its output: nsbox process logs CONTAINER ID)", NULL },
 	{ "help", 0, NULL, E_HELP, "print this help", NULL },
-	{ "detach", 'd', OPT_BOOL, E_DETACH, NULL, NULL },
 	{ "privileged", 0, OPT_BOOL, E_PRIVILEGED, NULL, NULL },
 	{ "detach-keys", 0, "KEYS", E_DETACH_KEYS, NULL, NULL },
 	{ 0 },
@@ -32,7 +39,10 @@ static void exec_help(FILE *f)
 {
 	fputs("Usage: nsbox docker exec [OPTIONS] CONTAINER COMMAND [ARG...]\n"
 	      "Run COMMAND in a running container (docker run -d): nsbox exec in its sandbox,\n"
-	      "with the configuration's timeout (limits.timeout).\n\n", f);
+	      "with the configuration's timeout (limits.timeout). With -d, in the background:\n"
+	      "nothing is printed (as Docker); its output is not in docker logs but kept by\n"
+	      "the sandbox (the last 1 MiB a stream): nsbox process ls CONTAINER gives its ID,\n"
+	      "nsbox process logs CONTAINER ID its output.\n\n", f);
 	opt_help(f, exec_opts_defs);
 	fputs("\nExit status: the command's own; 125 nothing ran (no such container, not\n"
 	      "running, a refused option); 126 cannot execute; 127 not found.\n", f);
@@ -69,18 +79,36 @@ static const char *keep(xargv *x, char *s)
 	return s;
 }
 
+typedef struct exec_opts {
+	bool interactive, tty, help, detach;
+	const char *user, *workdir;
+	char **env;   /* NAME=VALUE (-e NAME: ours, when set), for -d */
+	size_t n_env;
+	int first;   /* CONTAINER */
+} exec_opts;
+
 /* -e NAME=VALUE sets, -e NAME passes our value: nsbox exec's -e and
- * --env-pass. */
-static int env_arg(xargv *x, const char *v)
+ * --env-pass (and the same for a background process). */
+static int env_arg(xargv *x, exec_opts *o, const char *v)
 {
 	if (!*v || v[0] == '=') {
 		print_msg("docker exec: --env '%s': expected NAME=VALUE or NAME", v);
 		return -1;
 	}
-	return add(x, strchr(v, '=') ? "-e" : "--env-pass") < 0 || add(x, v) < 0 ? -1 : 0;
+	const char *eq = strchr(v, '='), *ours = eq ? NULL : getenv(v);
+	if (eq || ours) {
+		char *kv = NULL, **nv = realloc(o->env, (o->n_env + 2) * sizeof(*nv));
+		if (nv)
+			o->env = nv;
+		if (!nv || (eq ? !(kv = strdup(v)) : asprintf(&kv, "%s=%s", v, ours) < 0))
+			return -1;
+		o->env[o->n_env++] = kv;
+		o->env[o->n_env] = NULL;
+	}
+	return add(x, eq ? "-e" : "--env-pass") < 0 || add(x, v) < 0 ? -1 : 0;
 }
 
-static int env_file_args(xargv *x, const char *path)
+static int env_file_args(xargv *x, exec_opts *o, const char *path)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
@@ -98,7 +126,7 @@ static int env_file_args(xargv *x, const char *path)
 		if (!*s || *s == '#')
 			continue;
 		const char *kv = keep(x, strdup(s));
-		r = kv ? env_arg(x, kv) : -1;
+		r = kv ? env_arg(x, o, kv) : -1;
 	}
 	free(line);
 	fclose(f);
@@ -127,12 +155,6 @@ static int call_exec_tty(void *arg, int tty)
 	return call_exec(arg);
 }
 
-typedef struct exec_opts {
-	bool interactive, tty, help;
-	const char *user;
-	int first;   /* CONTAINER */
-} exec_opts;
-
 /* The options: into x (nsbox exec's -e, --env-pass, -w) and o. */
 static int parse_exec(int argc, char **argv, xargv *x, exec_opts *o)
 {
@@ -149,19 +171,18 @@ static int parse_exec(int argc, char **argv, xargv *x, exec_opts *o)
 			return -1;
 		}
 		switch (id) {
-		case E_ENV: if (env_arg(x, v) < 0) return -1; break;
-		case E_ENV_FILE: if (env_file_args(x, v) < 0) return -1; break;
+		case E_ENV: if (env_arg(x, o, v) < 0) return -1; break;
+		case E_ENV_FILE: if (env_file_args(x, o, v) < 0) return -1; break;
 		case E_INTERACTIVE: o->interactive = b; break;
 		case E_TTY: o->tty = b; break;
 		case E_USER: o->user = v; break;
-		case E_WORKDIR: if (add(x, "-w") < 0 || add(x, v) < 0) return -1; break;
+		case E_WORKDIR:
+			o->workdir = v;
+			if (add(x, "-w") < 0 || add(x, v) < 0)
+				return -1;
+			break;
 		case E_HELP: exec_help(stdout); o->help = true; return 0;
-		case E_DETACH:
-			if (!b)
-				break;
-			print_msg("docker exec: --detach: refused: nsbox waits for each exec (run it in the background "
-			          "with the shell, or as the container's command)");
-			return -1;
+		case E_DETACH: o->detach = b; break;
 		case E_PRIVILEGED:
 			if (!b)
 				break;
@@ -176,7 +197,43 @@ static int parse_exec(int argc, char **argv, xargv *x, exec_opts *o)
 		print_msg("docker exec: usage: nsbox docker exec [OPTIONS] CONTAINER COMMAND [ARG...]");
 		return -1;
 	}
+	if (o->detach && (o->interactive || o->tty)) {
+		print_msg("docker exec: --detach with -i or -t: a background command has no input or terminal (its "
+		          "output is kept: nsbox process logs CONTAINER ID)");
+		return -1;
+	}
+	if (o->workdir && o->workdir[0] != '/') {
+		print_msg("docker exec: --workdir '%s': an absolute path inside the container", o->workdir);
+		return -1;
+	}
 	return 0;
+}
+
+/* -d: a background process of the container's sandbox. */
+static int exec_background(const container *c, const exec_opts *o, char **cmd)
+{
+	nsbox_sandbox *sb = live_cli_connect(c->name);
+	if (!sb)
+		return DOCKER_EXIT_RUN;
+	nsbox_process_options po = {
+		.version = NSBOX_PROCESS_OPTIONS_VERSION,
+		.flags = o->n_env ? NSBOX_EXEC_ENV_ADD : 0,
+		.argv = (const char *const *) cmd,
+		.envp = o->n_env ? (const char *const *) o->env : NULL,
+		.workdir = o->workdir,
+		.timeout_ms = 0,   /* none: it ends with the container */
+	};
+	nsbox_process *p = NULL;
+	nsbox_error *e = NULL;
+	int rc = 0;
+	if (nsbox_process_start(sb, &po, &p, &e) < 0) {
+		print_error(e);
+		nsbox_error_free(e);
+		rc = DOCKER_EXIT_RUN;
+	}
+	nsbox_process_free(p);   /* the sandbox's: it runs on */
+	nsbox_sandbox_free(sb);
+	return rc;
 }
 
 /* The container, running and detached; -u only as its own user. */
@@ -220,6 +277,10 @@ int docker_cmd_exec(int argc, char **argv)
 	if (base < 0 || exec_target(base, argv[o.first], &o, &c) < 0)
 		goto out;
 	x.v[1] = c.name;
+	if (o.detach) {
+		rc = exec_background(&c, &o, argv + o.first + 1);
+		goto out;
+	}
 	if (((o.interactive || o.tty) && add(&x, "-i") < 0) || add(&x, "--") < 0)
 		goto out;
 	for (int i = o.first + 1; i < argc; i++)
@@ -235,5 +296,8 @@ out:
 		free(x.owned[i]);
 	free(x.owned);
 	free(x.v);
+	for (size_t i = 0; i < o.n_env; i++)
+		free(o.env[i]);
+	free(o.env);
 	return rc;
 }

@@ -313,7 +313,7 @@ static void inspect_take(int id, const char *v, void *ctx)
 	case I_HELP:
 		fputs("Usage: nsbox docker inspect [OPTIONS] CONTAINER...\nA container as JSON, in Docker's fields: Id, Name, "
 		      "Created, Path, Args, State\n(Status, Running, ExitCode, OOMKilled, Error, StartedAt, FinishedAt), "
-		      "Image,\nConfig, HostConfig; and nsbox's own.\n\n", stdout);
+		      "Image,\nConfig, HostConfig, NetworkSettings.Ports; and nsbox's own.\n\n", stdout);
 		opt_help(stdout, inspect_defs);
 		o->help = true;
 		break;
@@ -328,7 +328,10 @@ static json_t *inspect_doc(const container *c)
 	char name[80];
 	snprintf(name, sizeof(name), "/%s", c->name);
 	json_object_set_new(doc, "Name", json_string(name));
-	json_object_set_new(doc, "State", store_effective_state(c));
+	json_t *st = store_effective_state(c);
+	json_object_set_new(doc, "NetworkSettings",
+	                    json_pack("{s:o}", "Ports", ports_effective(c, json_is_true(json_object_get(st, "Running")))));
+	json_object_set_new(doc, "State", st);
 	return doc;
 }
 

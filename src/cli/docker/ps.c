@@ -80,7 +80,7 @@ static const opt_def ps_defs[] = {
 	{ "no-trunc", 0, OPT_BOOL, P_NO_TRUNC, "whole ids and commands", NULL },
 	{ "filter", 'f', "K=V", P_FILTER, "name=, id=, status=, label=K[=V] (repeatable)", NULL },
 	{ "format", 0, "TEMPLATE", P_FORMAT, "a Go template: {{.ID}} {{.Names}} {{.Image}} {{.Status}}\n{{.State}} "
-	  "{{.Command}} {{.CreatedAt}} {{.RunningFor}} {{.Labels}}", NULL },
+	  "{{.Command}} {{.CreatedAt}} {{.RunningFor}} {{.Labels}}\n{{.Ports}}", NULL },
 	{ "help", 0, NULL, P_HELP, "print this help", NULL },
 	{ 0 },
 };
@@ -156,10 +156,14 @@ static json_t *ps_row(const container *c, bool no_trunc)
 		strftime(created_at, sizeof(created_at), "%Y-%m-%d %H:%M:%S +0000 UTC", &tm);
 	char run_for_ago[128];
 	snprintf(run_for_ago, sizeof(run_for_ago), "%s ago", run_for);
+	json_t *ports = ports_effective(c, json_is_true(json_object_get(st, "Running")));
+	char *shown = ports ? ports_display(ports) : NULL;
+	json_decref(ports);
 	json_t *row = json_pack("{s:s%,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "ID", c->id, no_trunc ? (size_t) 64 : 12,
 	                        "Image", json_string_value(json_object_get(c->info, "Image")), "Command", quoted, "CreatedAt",
 	                        created_at, "RunningFor", run_for_ago, "Status", when, "State", status ? status : "created",
-	                        "Names", c->name, "Labels", labels, "Ports", "", "Mounts", "");
+	                        "Names", c->name, "Labels", labels, "Ports", shown ? shown : "", "Mounts", "");
+	free(shown);
 	json_decref(st);
 	return row;
 }
@@ -235,7 +239,8 @@ static json_t **ps_collect(const ps_opts *o, size_t *n)
 	return v;
 }
 
-static int ps_print(const ps_opts *o, json_t *r)
+/* pw: the PORTS column's width (the longest). */
+static int ps_print(const ps_opts *o, json_t *r, int pw)
 {
 	if (o->quiet) {
 		printf("%s\n", json_string_value(json_object_get(r, "ID")));
@@ -249,10 +254,10 @@ static int ps_print(const ps_opts *o, json_t *r)
 		free(out);
 		return rc;
 	} else {
-		printf("%-12s   %-15s %-22s %-15s %-24s %-6s %s\n", json_string_value(json_object_get(r, "ID")),
+		printf("%-12s   %-15s %-22s %-15s %-24s %-*s %s\n", json_string_value(json_object_get(r, "ID")),
 		       json_string_value(json_object_get(r, "Image")), json_string_value(json_object_get(r, "Command")),
-		       json_string_value(json_object_get(r, "RunningFor")), json_string_value(json_object_get(r, "Status")), "",
-		       json_string_value(json_object_get(r, "Names")));
+		       json_string_value(json_object_get(r, "RunningFor")), json_string_value(json_object_get(r, "Status")), pw,
+		       json_string_value(json_object_get(r, "Ports")), json_string_value(json_object_get(r, "Names")));
 	}
 	return 0;
 }
@@ -278,12 +283,17 @@ int docker_cmd_ps(int argc, char **argv)
 	}
 	size_t n;
 	json_t **v = ps_collect(&o, &n);
-	int rc = 0;
+	int rc = 0, pw = 6;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(json_string_value(json_object_get(v[i], "Ports")) ?: "");
+		if (l + 1 > (size_t) pw && l < 4096)
+			pw = (int) l + 1;
+	}
 	if (!o.quiet && !o.format)
-		printf("%-12s   %-15s %-22s %-15s %-24s %-6s %s\n", "CONTAINER ID", "IMAGE", "COMMAND", "CREATED", "STATUS",
+		printf("%-12s   %-15s %-22s %-15s %-24s %-*s %s\n", "CONTAINER ID", "IMAGE", "COMMAND", "CREATED", "STATUS", pw,
 		       "PORTS", "NAMES");
 	for (size_t i = 0; i < n; i++) {
-		if (rc == 0 && ps_print(&o, v[i]) < 0)
+		if (rc == 0 && ps_print(&o, v[i], pw) < 0)
 			rc = DOCKER_EXIT_CMD;
 		json_decref(v[i]);
 	}

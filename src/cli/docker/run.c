@@ -19,12 +19,16 @@
 
 #include "cli.h"
 #include "docker/docker.h"
+#include "live/live_cli.h"
 
 extern char **environ;
 
+/* userdata: a warning already shown (a started sandbox's, which its
+ * execs repeat), or NULL. */
 static void print_warning(void *userdata, const char *message)
 {
-	(void) userdata;
+	if (userdata && !strcmp(userdata, message))
+		return;
 	print_msg("warning: %s", message);
 }
 
@@ -41,35 +45,6 @@ static const char **command(const docker_run *d, int *n)
 	for (int i = 0; i < d->argc; i++)
 		v[(*n)++] = d->argv[i];
 	return v;
-}
-
-static int build_config(const docker_run *d, const setting *extra, nsbox_config **out)
-{
-	nsbox_config *cfg = NULL;
-	nsbox_error *e = NULL;
-	int n = 0;
-	const char **cmd = command(d, &n);
-	int r = cmd ? config_with_policy(d->a.policy, &cfg, &e) : -ENOMEM;
-	for (size_t i = 0; r == 0 && i < d->a.n_settings; i++)
-		r = nsbox_config_set(cfg, d->a.settings[i].key, d->a.settings[i].value, d->a.settings[i].origin, &e);
-	if (r == 0 && extra)
-		r = nsbox_config_set(cfg, extra->key, extra->value, extra->origin, &e);
-	if (r == 0)
-		r = nsbox_config_set_command(cfg, n, cmd, &e);
-	if (r == 0)
-		r = nsbox_config_validate(cfg, &e);
-	free(cmd);
-	if (r < 0) {
-		if (e)
-			print_error(e);
-		else
-			print_msg("docker run: out of memory");
-		nsbox_error_free(e);
-		nsbox_config_free(cfg);
-		return -1;
-	}
-	*out = cfg;
-	return 0;
 }
 
 /* The effective network mode, as the configuration says it (nsbox policy
@@ -90,6 +65,42 @@ static const char *network_mode(const nsbox_config *cfg)
 	return mode;
 }
 
+static int build_config(const docker_run *d, const setting *extra, nsbox_config **out)
+{
+	nsbox_config *cfg = NULL;
+	nsbox_error *e = NULL;
+	int n = 0;
+	const char **cmd = command(d, &n);
+	int r = cmd ? config_with_policy(d->a.policy, &cfg, &e) : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < d->a.n_settings; i++)
+		r = nsbox_config_set(cfg, d->a.settings[i].key, d->a.settings[i].value, d->a.settings[i].origin, &e);
+	if (r == 0 && extra)
+		r = nsbox_config_set(cfg, extra->key, extra->value, extra->origin, &e);
+	if (r == 0)
+		r = nsbox_config_set_command(cfg, n, cmd, &e);
+	if (r == 0)
+		r = nsbox_config_validate(cfg, &e);
+	free(cmd);
+	if (r == 0 && d->n_ports && !strcmp(network_mode(cfg), "host")) {
+		/* Docker discards the ports then; nsbox says so instead. */
+		print_msg("docker run: --publish with --network host: the command's ports are the host's already, "
+		          "nothing is forwarded: give one or the other");
+		nsbox_config_free(cfg);
+		return -1;
+	}
+	if (r < 0) {
+		if (e)
+			print_error(e);
+		else
+			print_msg("docker run: out of memory");
+		nsbox_error_free(e);
+		nsbox_config_free(cfg);
+		return -1;
+	}
+	*out = cfg;
+	return 0;
+}
+
 static const char *signal_name(int sig)
 {
 	switch (sig) {
@@ -99,6 +110,38 @@ static const char *signal_name(int sig)
 	case SIGKILL: return "SIGKILL";
 	default: return "SIGTERM";
 	}
+}
+
+/* The ports asked for, as Docker records them: Config.ExposedPorts,
+ * HostConfig.PortBindings (HostIp "" for the default, HostPort "" for any
+ * free one) and PublishAllPorts. */
+static void add_ports(json_t *info, const docker_run *d)
+{
+	json_t *cfg = json_object_get(info, "Config"), *host = json_object_get(info, "HostConfig");
+	json_t *exposed = json_object(), *bindings = json_object();
+	for (size_t i = 0; exposed && i < d->n_exposed; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "%u/tcp", (unsigned) d->exposed[i]);
+		json_object_set_new(exposed, key, json_object());
+	}
+	for (size_t i = 0; bindings && i < d->n_ports; i++) {
+		char key[16], hp[8] = "";
+		snprintf(key, sizeof(key), "%u/tcp", (unsigned) d->ports[i].port);
+		if (d->ports[i].host_port)
+			snprintf(hp, sizeof(hp), "%u", (unsigned) d->ports[i].host_port);
+		json_t *v = json_object_get(bindings, key);
+		if (!v) {
+			v = json_array();
+			json_object_set_new(bindings, key, v);
+		}
+		json_array_append_new(v, json_pack("{s:s,s:s}", "HostIp", d->ports[i].addr, "HostPort", hp));
+	}
+	if (d->n_exposed)
+		json_object_set(cfg, "ExposedPorts", exposed);
+	json_object_set(host, "PortBindings", bindings);
+	json_object_set_new(host, "PublishAllPorts", json_boolean(d->publish_all));
+	json_decref(exposed);
+	json_decref(bindings);
 }
 
 /* container.json: what was asked, in Docker's names where it has them,
@@ -157,6 +200,7 @@ static json_t *container_info(const docker_run *d, const char *id, const char *n
 	free(all);
 	json_decref(cmd);
 	json_decref(limits);
+	add_ports(info, d);
 	return info;
 }
 
@@ -215,8 +259,33 @@ typedef struct fg {
 	nsbox_config *cfg;
 	int base, dirfd;          /* a registered container's, or -1 */
 	const char *name;
+	bool keep;                /* --name or --cidfile: it stays once ended */
 	int tty_fd;               /* -t: the pseudo-terminal, else -1 */
 } fg;
+
+/* Published ports are forwarded by the monitor of a started sandbox: with
+ * -p, the command runs in one (as a detached container's does), owned by
+ * this process (it stops when we end, or are killed), and the container
+ * records where its ports are bound. 0, or -1 having said why. */
+static int fg_sandbox(fg *f, nsbox_sandbox **sb)
+{
+	run_args a = f->d->a;
+	a.interactive = false;   /* the command's, not the sandbox's */
+	char started[64];
+	if (live_cli_start(&a, 0, started, sizeof(started), sb) != 0)
+		return -1;
+	json_t *ports = ports_bound(*sb);
+	int r = ports ? store_set_ports(f->dirfd, ports) : -1;
+	if (ports && r < 0)
+		print_msg("docker run: could not record the ports of container '%s': %s", f->name, strerror(-r));
+	json_decref(ports);
+	if (r < 0) {
+		nsbox_sandbox_free(*sb);
+		*sb = NULL;
+		return -1;
+	}
+	return 0;
+}
 
 /* The run itself: in this process, or under tty_wrap in its child. */
 static int fg_body(void *arg)
@@ -233,16 +302,33 @@ static int fg_body(void *arg)
 	sigaddset(&set, SIGQUIT);
 	(void) sigprocmask(SIG_BLOCK, &set, &old);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	nsbox_sandbox *sb = NULL;
+	const char **cmd = NULL;
+	int n = 0;
+	if (f->d->n_ports && (fg_sandbox(f, &sb) < 0 || !(cmd = command(f->d, &n)))) {
+		/* Nothing ran: nothing is left (a container that never started). */
+		if (f->dirfd >= 0)
+			(void) store_remove(f->base, f->name);
+		nsbox_sandbox_free(sb);
+		if (sfd >= 0)
+			close(sfd);
+		(void) sigprocmask(SIG_SETMASK, &old, NULL);
+		return DOCKER_EXIT_RUN;
+	}
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
 		.flags = NSBOX_RUN_UNDUMPABLE,
-		.config = f->cfg,
+		/* In the started sandbox, its configuration's timeout (0). */
+		.config = sb ? NULL : f->cfg,
+		.sandbox = sb,
+		.argv = cmd,
 		.stdin_fd = tty >= 0 ? tty : f->d->a.interactive ? 0 : -1,
 		.stdout_fd = tty,
 		.stderr_fd = tty,
 		.signal_fd = sfd,
 		.stats_fd = -1,
 		.on_warning = print_warning,
+		.warning_userdata = sb ? (void *) nsbox_sandbox_warning(sb) : NULL,
 	};
 	nsbox_result *res = NULL;
 	nsbox_error *e = NULL;
@@ -267,8 +353,10 @@ static int fg_body(void *arg)
 		why_text = nsbox_error_message(e);
 		rc = DOCKER_EXIT_RUN;
 	}
+	free(cmd);
+	nsbox_sandbox_free(sb);   /* ours: it stops */
 	if (f->dirfd >= 0) {
-		if (f->d->rm) {
+		if (f->d->rm || !f->keep) {
 			(void) store_remove(f->base, f->name);
 		} else if (store_end(f->base, f->dirfd, f->name, rc, oom, why_text) < 0) {
 			print_msg("warning: docker run: could not record how container '%s' ended", f->name);
@@ -293,10 +381,12 @@ static int run_foreground(docker_run *d)
 	nsbox_config *cfg = NULL;
 	if (build_config(d, NULL, &cfg) < 0)
 		return DOCKER_EXIT_RUN;
-	fg f = { .d = d, .cfg = cfg, .base = -1, .dirfd = -1, .tty_fd = -1 };
+	fg f = { .d = d, .cfg = cfg, .base = -1, .dirfd = -1, .keep = d->a.name || d->cidfile, .tty_fd = -1 };
 	int lock_fd = -1, rc = DOCKER_EXIT_RUN;
 	char name[64], id[65];
-	if ((d->a.name || d->cidfile) &&
+	/* With -p it is a container while it runs (docker port, ps), and
+	 * leaves nothing afterwards unless named. */
+	if ((f.keep || d->n_ports) &&
 	    register_container(d, cfg, &f.base, &f.dirfd, &lock_fd, name, sizeof(name), id) < 0)
 		goto out;
 	f.name = d->a.name;

@@ -23,15 +23,15 @@ enum {
 	R_RM, R_DETACH, R_NAME, R_MEMORY, R_MEMORY_SWAP, R_PIDS, R_READ_ONLY, R_TMPFS, R_NETWORK, R_SECOPT,
 	R_CAP_DROP, R_VOLUME, R_MOUNT, R_ENV, R_ENV_FILE, R_USER, R_WORKDIR, R_HOSTNAME, R_INTERACTIVE, R_TTY,
 	R_STOP_TIMEOUT, R_STOP_SIGNAL, R_ULIMIT, R_INIT, R_ENTRYPOINT, R_LABEL, R_CIDFILE, R_PULL, R_RESTART,
-	R_SIG_PROXY, R_NS_PRIVATE, R_NOOP_FLAG, R_REFUSED, R_HELP,
+	R_SIG_PROXY, R_NS_PRIVATE, R_NOOP_FLAG, R_PUBLISH, R_PUBLISH_ALL, R_EXPOSE, R_REFUSED, R_HELP,
 };
 
 #define HIDDEN NULL
 
 static const opt_def run_opts[] = {
-	{ "rm", 0, OPT_BOOL, R_RM, "remove the container when it exits (a run in the\nforeground always leaves nothing)", NULL },
+	{ "rm", 0, OPT_BOOL, R_RM, "remove the container when it exits (a run in the\nforeground without --name leaves nothing)", NULL },
 	{ "detach", 'd', OPT_BOOL, R_DETACH, "run in the background: a long-lived sandbox (nsbox start)\nand the command in it; print its id", NULL },
-	{ "name", 0, "NAME", R_NAME, "the container's name (with -d: the sandbox's)", NULL },
+	{ "name", 0, "NAME", R_NAME, "the container's name (with -d or -p: the sandbox's)", NULL },
 	{ "memory", 'm', "SIZE", R_MEMORY, "memory limit (limits.memory), no swap beyond it", "limits.memory" },
 	{ "memory-swap", 0, "SIZE", R_MEMORY_SWAP, "only equal to --memory (nsbox allows no swap)", NULL },
 	{ "cpus", 0, "N", R_KEY, "CPU quota in cores (limits.cpus)", "limits.cpus" },
@@ -40,6 +40,10 @@ static const opt_def run_opts[] = {
 	{ "tmpfs", 0, "/tmp[:OPTS]", R_TMPFS, "/tmp's size (limits.tmpfs): size=SIZE, mode=1777,\nrw, exec, nosuid, nodev",
 	  "limits.tmpfs" },
 	{ "network", 0, "MODE", R_NETWORK, "none, host, or bridge (user-mode NAT: network.mode user)", "network.mode" },
+	{ "publish", 'p', "[IP:][HOSTPORT:]PORT", R_PUBLISH, "forward HOSTPORT (none: any free one) on IP (default\n"
+	  "127.0.0.1, this host only) to PORT inside; ranges A-B;\ntcp only; the network stays as it is (none)", NULL },
+	{ "publish-all", 'P', OPT_BOOL, R_PUBLISH_ALL, "publish each --expose port on a free port of 127.0.0.1", NULL },
+	{ "expose", 0, "PORT[-PORT]", R_EXPOSE, "declare a port (docker ps, inspect; -P publishes it)", NULL },
 	{ "net", 0, "MODE", R_NETWORK, HIDDEN, "network.mode" },
 	{ "security-opt", 0, "OPT", R_SECOPT, "no-new-privileges (always set), seccomp=FILE (a Docker\nprofile), "
 	  "seccomp=unconfined", "security.seccomp" },
@@ -79,9 +83,6 @@ static const opt_def run_opts[] = {
 	{ "pid", 0, "MODE", R_REFUSED, HIDDEN, NULL },
 	{ "uts", 0, "MODE", R_REFUSED, HIDDEN, NULL },
 	{ "userns", 0, "MODE", R_REFUSED, HIDDEN, NULL },
-	{ "publish", 'p', "PORTS", R_REFUSED, HIDDEN, NULL },
-	{ "publish-all", 'P', OPT_BOOL, R_REFUSED, HIDDEN, NULL },
-	{ "expose", 0, "PORT", R_REFUSED, HIDDEN, NULL },
 	{ "sysctl", 0, "K=V", R_REFUSED, HIDDEN, NULL },
 	{ "volumes-from", 0, "C", R_REFUSED, HIDDEN, NULL },
 	{ "volume-driver", 0, "D", R_REFUSED, HIDDEN, NULL },
@@ -152,12 +153,6 @@ static const struct {
 	{ "userns", "the sandbox always has a user namespace of its own" },
 	{ "ipc", "the sandbox always has an IPC namespace of its own (private)" },
 	{ "cgroupns", "the sandbox always has a cgroup namespace of its own (private)" },
-	{ "publish", "nsbox docker publishes no port (nsbox start has no --publish yet; --network host shares the "
-	  "host's network)" },
-	{ "publish-all", "nsbox docker publishes no port (nsbox start has no --publish yet; --network host shares the "
-	  "host's network)" },
-	{ "expose", "nsbox docker publishes no port (nsbox start has no --publish yet; --network host shares the "
-	  "host's network)" },
 	{ "sysctl", "a sandbox changes no kernel setting" },
 	{ "volumes-from", "nsbox has no volumes of other containers: give the host paths with -v" },
 	{ "volume-driver", "nsbox has no volume drivers: give the host paths with -v" },
@@ -233,8 +228,13 @@ void docker_run_help(FILE *f)
 	      "Run COMMAND in a fresh sandbox on nsbox image IMAGE, taking Docker's options:\n"
 	      "each one is translated to nsbox's configuration (the policy, NSBOX_POLICY, and\n"
 	      "the NSBOX_* variables give the rest). Options that nsbox cannot honour safely\n"
-	      "(--privileged, --cap-add, --device, --pid host, -p ...) are refused, naming\n"
-	      "the reason.\n\n", f);
+	      "(--privileged, --cap-add, --device, --pid host ...) are refused, naming the\n"
+	      "reason.\n\n"
+	      "Ports (-p, -P) are published on 127.0.0.1 unless -p names an address: Docker\n"
+	      "binds every interface, nsbox only this host's loopback, so that a server the\n"
+	      "sandboxed code starts is not on the network unless you say so (-p\n"
+	      "0.0.0.0:8080:80). The container's network stays none: its sandbox's monitor\n"
+	      "accepts on the host and connects to PORT on the sandbox's own loopback.\n\n", f);
 	opt_help(f, run_opts);
 	fputs("\nExit status: the command's own; 125 nothing ran (a refused or invalid option,\n"
 	      "no such image); 126 cannot execute; 127 not found; 137 killed (out of memory,\n"
@@ -255,6 +255,7 @@ static int take_flag(docker_run *d, const opt_def *o, bool on, char *err, size_t
 {
 	switch (o->id) {
 	case R_RM: d->rm = on; return 0;
+	case R_PUBLISH_ALL: d->publish_all = on; return 0;
 	case R_DETACH: d->detach = on; return 0;
 	case R_INTERACTIVE: d->a.interactive = on; return 0;
 	case R_TTY: d->tty = on; return 0;
@@ -354,6 +355,8 @@ static int take(docker_run *d, const opt_def *o, const char *v, char *err, size_
 		/* Every capability is dropped already: a real name is enough. */
 		return dr_cap_name_ok(v) ? 0 : dr_fail(err, errlen, "--cap-drop '%s': not a capability", v);
 	case R_SECOPT: return dr_security_opt(d, v, err, errlen);
+	case R_PUBLISH: return dr_publish(d, v, err, errlen);
+	case R_EXPOSE: return dr_expose(d, v, err, errlen);
 	case R_VOLUME: return dr_volume(d, v, err, errlen);
 	case R_MOUNT: return dr_mount_opt(d, v, err, errlen);
 	case R_ENV: return dr_env_opt(d, v, "--env", err, errlen);
@@ -427,6 +430,11 @@ int docker_run_parse(int argc, char **argv, char **env, docker_run *d, char *err
 	}
 	if (check_swap(d, err, errlen) < 0)
 		return -1;
+	int pr = dr_ports_finish(d, err, errlen);
+	if (pr == -ENOMEM)
+		goto oom;
+	if (pr < 0)
+		return -1;
 	if (st.i >= argc)
 		return dr_fail(err, errlen, "no image given (usage: nsbox docker run [OPTIONS] IMAGE [COMMAND] [ARG...])");
 	d->image = argv[st.i];
@@ -448,9 +456,14 @@ void docker_run_free(docker_run *d)
 	free(d->owned);
 	free(d->labels);
 	free(d->env);
+	free(d->ports);
+	free(d->exposed);
 	run_args_free(&d->a);
 	d->owned = NULL;
 	d->n_owned = 0;
 	d->labels = NULL;
 	d->env = NULL;
+	d->ports = NULL;
+	d->exposed = NULL;
+	d->n_ports = d->n_exposed = 0;
 }

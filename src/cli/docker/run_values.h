@@ -27,5 +27,10 @@ int dr_ulimit(docker_run *d, const char *v, char *err, size_t errlen);
 int dr_security_opt(docker_run *d, const char *v, char *err, size_t errlen);
 bool dr_cap_name_ok(const char *c);
 int dr_user(docker_run *d, const char *v, char *err, size_t errlen);
+/* -p, --expose (run_ports.c); then, once every option is read, -P's ports
+ * and the library's "[ADDR:]HOSTPORT:PORT" specs in d->a.publish. */
+int dr_publish(docker_run *d, const char *v, char *err, size_t errlen);
+int dr_expose(docker_run *d, const char *v, char *err, size_t errlen);
+int dr_ports_finish(docker_run *d, char *err, size_t errlen);
 
 #endif

@@ -136,10 +136,15 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 	a.interactive = false;   /* the command's, not the sandbox's */
 	char started[64];
 	nsbox_sandbox *sb = NULL;
-	json_t *st = NULL;
+	json_t *st = NULL, *ports = NULL;
 	if (live_cli_start(&a, 0, started, sizeof(started), &sb) != 0)
 		goto fail;
+	/* Where the monitor listens for the published ports (docker port). */
+	if (d->n_ports && !(ports = ports_bound(sb)))
+		goto fail;
 	st = state_running();
+	if (st && ports)
+		json_object_set(st, "Ports", ports);
 	if (!st || store_write(dirfd, "state.json", st) < 0) {
 		print_msg("docker run: could not record that container '%s' runs", name);
 		goto fail;
@@ -210,12 +215,14 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 	free(why);
 	close(l.fd);
 	json_decref(st);
+	json_decref(ports);
 	nsbox_sandbox_free(sb);   /* ours: it stops */
 	if (d->rm)
 		(void) store_remove(base, name);
 	exit(0);
 fail:
 	json_decref(st);
+	json_decref(ports);
 	nsbox_sandbox_free(sb);
 	(void) store_remove(base, name);
 	exit(DOCKER_EXIT_RUN);

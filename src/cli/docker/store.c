@@ -311,6 +311,7 @@ json_t *state_exited(json_t *prev, int exit_code, bool oom, const char *error)
 	json_object_set_new(s, "OOMKilled", json_boolean(oom));
 	json_object_set_new(s, "Error", json_string(error ? error : ""));
 	json_object_set_new(s, "FinishedAt", json_string(now));
+	json_object_del(s, "Ports");   /* published while it ran */
 	if (!json_object_get(s, "StartedAt"))
 		json_object_set_new(s, "StartedAt", json_string("0001-01-01T00:00:00Z"));
 	return s;
@@ -332,6 +333,17 @@ int owner_signal(const container *c, int sig)
 	if (started && start_time((pid_t) pid) == (unsigned long long) started)
 		r = syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0 ? -errno : 0;
 	close(pfd);
+	return r;
+}
+
+int store_set_ports(int dirfd, json_t *ports)
+{
+	json_t *st = load(dirfd, "state.json");
+	if (!st)
+		return -ENOENT;
+	json_object_set(st, "Ports", ports);
+	int r = store_write(dirfd, "state.json", st);
+	json_decref(st);
 	return r;
 }
 
@@ -371,6 +383,7 @@ json_t *store_effective_state(const container *c)
 		json_object_set_new(s, "Status", json_string("created"));
 	}
 	json_object_del(s, "PidStart");
+	json_object_del(s, "Ports");   /* NetworkSettings.Ports (ports.c) */
 	static const char *const fixed[] = { "Paused", "Restarting", "Dead" };
 	for (size_t i = 0; i < 3; i++)
 		json_object_set_new(s, fixed[i], json_false());
