@@ -20,7 +20,9 @@ rm -rf "$T/python/build" "$T/python"/*.egg-info "$T/python"/nsbox/*.so
 	NSBOX_NO_RPATH=1 "$PY" setup.py -q build_ext --inplace -t "$T/build") >"$T/build.log" 2>&1 ||
 	{ cat "$T/build.log"; exit 1; }
 mkdir -p "$T/bin"
-cp "$build/src/cli/.libs/nsbox" "$build/tests/helpers/.libs/live" "$T/bin/"
+# The monitor of started sandboxes sits beside the copy of libnsbox, where the
+# library looks for it.
+cp "$build/src/cli/.libs/nsbox" "$build/tests/helpers/.libs/live" "$build/src/monitor/nsbox-monitor" "$T/bin/"
 cp -P "$build"/src/lib/.libs/libnsbox.so* "$build/src/lib/.libs/libnsbox-import.so" "$T/bin/"
 chmod -R a+rX "$T"
 export LD_LIBRARY_PATH=$T/bin
