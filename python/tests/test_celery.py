@@ -125,8 +125,10 @@ def test_a_dead_run_is_lost_not_rerun(worker):
 
 
 def test_a_setup_failure_frees_the_key(worker, monkeypatch, tmp_path):
-    # An image without its mount points: the run fails in setup, after the
-    # key was taken. Nothing ran, so the key is free for a later delivery.
+    # An image whose /proc is a file: the run fails in setup (a missing
+    # mount point would be made in the sandbox's own root), after the key
+    # was taken. Nothing ran, so the key is free for a later delivery.
+    (tmp_path / "proc").write_text("")
     monkeypatch.setenv("NSBOX_ROOTFS", str(tmp_path))
     monkeypatch.setattr(worker, "_sb", None)
     monkeypatch.setattr(worker, "MAX_RETRIES", 0)
