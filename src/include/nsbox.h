@@ -597,7 +597,10 @@ bool nsbox_import_gate_matches(const char *module, const char *blocked);
 /* ---- audit log ---------------------------------------------------------- */
 
 /* Open (creating it 0600) an audit log for appending. A symlink, FIFO,
- * device or directory at `path` is refused. *fd is O_APPEND|O_CLOEXEC and
+ * device or directory at `path` is refused, as is a symlink anywhere on the
+ * path, a file not owned by the caller, writable by others or with a second
+ * name, and a directory owned by neither the caller nor root or writable by
+ * others (another user could make the file first). *fd is O_APPEND|O_CLOEXEC and
  * the caller's to close. Open it before spawning so that a run that could
  * not be audited never starts. Thread-safe. */
 int nsbox_audit_open(const char *path, int *fd, nsbox_error **err);
