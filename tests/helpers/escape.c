@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +23,13 @@
 #include <sys/time.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "live/ctl.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -157,6 +162,66 @@ static int release_agent(void)
 	return r | try_open("/sys/fs/cgroup/release_agent", O_WRONLY);
 }
 
+/* Drive a started sandbox's monitor through its control socket (bound in
+ * from the caller's directory of sandboxes): ask it to write FILE.
+ * Blocked when the monitor drops us unserved. */
+static int drive_monitor(const char *sock, const char *file)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+		printf("blocked: connect %s: %s\n", sock, strerror(errno));
+		return 0;
+	}
+	char body[512];
+	int len = snprintf(body, sizeof(body), "sh%c-c%cecho pwned >%s", '\0', '\0', file) + 1;
+	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .flags = CTL_STDOUT, .argc = 3, .len = (uint32_t) len };
+	int fds[2] = { 1, 2 };
+	char cbuf[CMSG_SPACE(sizeof(fds))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { &h, sizeof(h) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t) sizeof(h) || send(fd, body, (size_t) len, MSG_NOSIGNAL) != len) {
+		int e = errno;
+		printf("blocked: %s: send the request: %s\n",
+		       e == EPIPE || e == ECONNRESET ? "the monitor dropped the connection unserved" : "no monitor",
+		       strerror(e));
+		return e == EPIPE || e == ECONNRESET ? 0 : 1;
+	}
+	/* The monitor answers within its request deadline, or drops us: its
+	 * frames end with a CTL_REPLY whose payload starts with the status. */
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ctl_frame f;
+		ssize_t n = poll(&p, 1, 30000) == 1 ? recv(fd, &f, sizeof(f), MSG_WAITALL) : -1;
+		if (n != (ssize_t) sizeof(f)) {
+			printf("blocked: the monitor dropped the connection unserved (%s)\n",
+			       n < 0 ? strerror(errno) : "EOF");
+			return 0;
+		}
+		if (f.type == CTL_REPLY) {
+			int32_t status = 0;
+			if (f.len >= sizeof(status))
+				(void) recv(fd, &status, sizeof(status), MSG_WAITALL);
+			printf("ESCAPED: the monitor answered our request (status %d)\n", (int) status);
+			return 1;
+		}
+		char skip[4096];
+		for (uint32_t left = f.len; left > 0;) {
+			ssize_t k = recv(fd, skip, left < sizeof(skip) ? left : sizeof(skip), MSG_WAITALL);
+			if (k <= 0)
+				break;
+			left -= (uint32_t) k;
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -253,6 +318,8 @@ int main(int argc, char **argv)
 		return blocked("sethostname", sethostname("pwned", 5));
 	if (!strcmp(a, "release_agent"))
 		return release_agent();
+	if (!strcmp(a, "ctl") && argc > 3)
+		return drive_monitor(argv[2], argv[3]);
 	fprintf(stderr, "escape: unknown attack '%s'\n", a);
 	return 2;
 }
