@@ -222,6 +222,25 @@ static int drive_monitor(const char *sock, const char *file)
 	}
 }
 
+/* Take every inotify instance the kernel lets us have, say how many, and
+ * hold them until killed. */
+__attribute__((noreturn)) static int hold_inotify(void)
+{
+	int n = 0, e = 0;
+	for (;;) {
+		if (syscall(SYS_inotify_init1, O_CLOEXEC) < 0) {
+			e = errno;
+			break;
+		}
+		if (++n >= 1000000)
+			break;
+	}
+	printf("held %d inotify instances, then: %s\n", n, e ? strerror(e) : "stopped");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -320,6 +339,8 @@ int main(int argc, char **argv)
 		return release_agent();
 	if (!strcmp(a, "ctl") && argc > 3)
 		return drive_monitor(argv[2], argv[3]);
+	if (!strcmp(a, "inotify"))
+		return hold_inotify();
 	fprintf(stderr, "escape: unknown attack '%s'\n", a);
 	return 2;
 }

@@ -196,6 +196,11 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 
 	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
 		fail(a, STEP_HOSTNAME, -1, errno);
+	/* The namespace's own inotify, fanotify and namespace counts, while
+	 * we hold CAP_SYS_RESOURCE in it and before the payload exists. */
+	r = ucounts_apply(p, &idx);
+	if (r < 0)
+		fail(a, STEP_UCOUNTS, idx, r);
 	trace_mark(p->trace, TR_C_IDS);
 
 	int root = mounts_build_root(p, rootfs_fd, &idx);

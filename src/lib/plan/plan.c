@@ -49,6 +49,8 @@ static const char *const step_names[STEP__MAX] = {
 	[STEP_CGROUP] = "join the run's cgroup",
 	[STEP_SECCOMP] = "install the seccomp filter",
 	[STEP_WORKSPACE] = "attach the idmapped workspace",
+	[STEP_UCOUNTS] = "limit the sandbox's kernel counts (/proc/sys/user)",
+	[STEP_TTY] = "make the terminal the controlling one",
 };
 
 const char *plan_step_name(enum step s)

@@ -156,6 +156,16 @@ struct nsbox_result {
 	char *preloaded_json;
 };
 
+/* owner.c: the calling thread takes the euid that will own root's sandbox
+ * user namespace (its range's first id) for the length of the clone;
+ * nothing to do rootless. */
+typedef struct owner_saved {
+	bool active, kept_caps;
+	int dumpable, securebits;
+} owner_saved;
+int owner_become(const nsbox_plan *p, owner_saved *s);
+void owner_restore(owner_saved *s);
+
 /* spawn.c: the command's streams (capture pipes when sb->capture). */
 int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stderr_fd, int child_stdio[3],
                        int close_after[4], nsbox_error **err);

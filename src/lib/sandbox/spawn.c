@@ -211,12 +211,25 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	if (undumpable)
 		(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	coverage_sandbox_prepare(sb->plan);
+	/* Root's sandbox: its user namespace is owned by its range, not root. */
+	owner_saved owner;
+	r = owner_become(sb->plan, &owner);
+	if (r < 0) {
+		coverage_sandbox_end();
+		close_fds(args.cg_tasks_fd, CG_N);
+		(void) nsbox_err(err, -r, "namespaces", "create namespaces: take the sandbox range's uid %u",
+		                 (unsigned) sb->plan->host_setup_uid);
+		goto fail;
+	}
 	pid_t pid = clone_sandbox(flags, sb->cg && sb->cg->driver == CG_V2 ? sb->cg->dirfd : -1,
 	                          &sb->pidfd, &in_cgroup);
 	if (pid == 0) {
 		(void) close(sv[0]);
 		child_main(&args);
 	}
+	int clone_errno = errno;
+	owner_restore(&owner);
+	errno = clone_errno;
 	trace_mark(sb->trace, TR_CLONE);
 	coverage_sandbox_end();
 	close_fds(args.cg_tasks_fd, CG_N);
