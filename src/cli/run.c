@@ -75,8 +75,9 @@ int cli_build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
 }
 
 /* SIGINT/SIGTERM/SIGHUP/SIGQUIT go to the supervisor's signalfd, which
- * forwards them to the sandbox. */
-int cli_signals_to_fd(sigset_t *old)
+ * forwards them to the sandbox; with `winch` (-t), SIGWINCH resizes its
+ * terminal. */
+int cli_signals_to_fd(sigset_t *old, bool winch)
 {
 	sigset_t set;
 	(void) sigprocmask(SIG_SETMASK, NULL, old);
@@ -85,6 +86,8 @@ int cli_signals_to_fd(sigset_t *old)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
+	if (winch)
+		sigaddset(&set, SIGWINCH);
 	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
 		return -1;
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -143,6 +146,11 @@ int run_with(int argc, char **argv, const run_extra *extra)
 		run_args_free(&a);
 		return 0;
 	}
+	if (a.tty && (a.json || a.max_output)) {
+		print_msg("-t gives the command a terminal, whose output is not captured: not with --json or --max-output");
+		run_args_free(&a);
+		return EXIT_SETUP;
+	}
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
 	int rc = EXIT_SETUP;
@@ -161,10 +169,11 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	if (open_stats(&a, &stats_ms, &stats_fd) < 0)
 		goto out;
 	sigset_t old;
-	int sfd = cli_signals_to_fd(&old);
+	int sfd = cli_signals_to_fd(&old, a.tty);
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
-		.flags = ((a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0) | NSBOX_RUN_UNDUMPABLE,
+		.flags = ((a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0) | NSBOX_RUN_UNDUMPABLE |
+		         (a.tty ? NSBOX_SPAWN_TTY : 0),
 		.config = cfg,
 		.lang = extra ? extra->lang : NULL,
 		.code = extra ? extra->data : NULL,

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +242,117 @@ __attribute__((noreturn)) static int hold_inotify(void)
 		pause();
 }
 
+/* The terminal a payload may have been handed as fd 0, 1 or 2: change its
+ * modes (echo off) and read what is typed on it within 20 s. */
+static int steal_terminal(void)
+{
+	int r = 0;
+	for (int fd = 0; fd < 3; fd++) {
+		struct termios t;
+		if (tcgetattr(fd, &t) < 0) {
+			printf("blocked: fd %d is no terminal (%s)\n", fd, strerror(errno));
+			continue;
+		}
+		t.c_lflag &= ~(tcflag_t) ECHO;
+		if (tcsetattr(fd, TCSANOW, &t) == 0) {
+			printf("ESCAPED: turned echo off on the terminal at fd %d\n", fd);
+			r = 1;
+		}
+	}
+	printf("reading\n");
+	fflush(stdout);
+	for (int fd = 0; fd < 3; fd++) {
+		if (!isatty(fd))
+			continue;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char buf[256];
+		ssize_t n = poll(&p, 1, 20000) == 1 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (n > 0) {
+			buf[n] = '\0';
+			printf("ESCAPED: read '%s' typed at the terminal (fd %d)\n", strtok(buf, "\r\n"), fd);
+			r = 1;
+		}
+	}
+	return r;
+}
+
+/* fdsend SOCK: hand our fds 0-2 to whoever listens on SOCK. */
+static int send_fds(const char *sock)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+		printf("fdsend: connect %s: %s\n", sock, strerror(errno));
+		return 2;
+	}
+	int fds[3] = { 0, 1, 2 };
+	char c = 'x', cbuf[CMSG_SPACE(sizeof(fds))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { &c, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(fd, &mh, 0) != 1) {
+		printf("fdsend: %s\n", strerror(errno));
+		return 2;
+	}
+	/* Until the other side has them. */
+	(void) read(fd, &c, 1);
+	return 0;
+}
+
+/* fdrecv SOCK: take another process's fds 0-2 (fdsend), and once that one
+ * has ended, read what is typed on its stdin and write on its stdout. */
+static int recv_fds(const char *sock)
+{
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	(void) unlink(sock);
+	if (l < 0 || bind(l, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(l, 1) < 0) {
+		printf("fdrecv: listen %s: %s\n", sock, strerror(errno));
+		return 2;
+	}
+	int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	int fds[3] = { -1, -1, -1 };
+	char b, cbuf[CMSG_SPACE(sizeof(fds))];
+	struct iovec iov = { &b, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	if (c < 0 || recvmsg(c, &mh, MSG_CMSG_CLOEXEC) != 1 || !CMSG_FIRSTHDR(&mh)) {
+		printf("fdrecv: no fds: %s\n", strerror(errno));
+		return 2;
+	}
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fds));
+	printf("fdrecv: holding the other exec's fds\n");
+	fflush(stdout);
+	(void) write(c, "k", 1);
+	/* The sender's exec ends; what is typed afterwards would reach us. */
+	char buf[256];
+	ssize_t n;
+	while ((n = read(fds[0], buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
+		;
+	int r = 0;
+	if (n > 0) {
+		buf[n] = '\0';
+		printf("ESCAPED: read '%s' typed after the exec that owned the terminal ended\n", strtok(buf, "\r\n"));
+		r = 1;
+	} else {
+		printf("blocked: its stdin after it ended: %s\n", n == 0 ? "end of file" : strerror(errno));
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (write(fds[1], "INJECTED\n", 9) == 9) {
+		printf("ESCAPED: wrote on its stdout after it ended\n");
+		r = 1;
+	} else {
+		printf("blocked: its stdout after it ended: %s\n", strerror(errno));
+	}
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -341,6 +453,12 @@ int main(int argc, char **argv)
 		return drive_monitor(argv[2], argv[3]);
 	if (!strcmp(a, "inotify"))
 		return hold_inotify();
+	if (!strcmp(a, "terminal"))
+		return steal_terminal();
+	if (!strcmp(a, "fdsend") && argc > 2)
+		return send_fds(argv[2]);
+	if (!strcmp(a, "fdrecv") && argc > 2)
+		return recv_fds(argv[2]);
 	fprintf(stderr, "escape: unknown attack '%s'\n", a);
 	return 2;
 }

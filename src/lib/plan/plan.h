@@ -108,6 +108,7 @@ typedef struct nsbox_plan {
 	int started_fd;
 	bool pass_fd3;             /* an exec's payload keeps fd 3 open across execve */
 	bool file_op;              /* an exec of the files API: argv is run by fileop_run() */
+	bool tty;                  /* stdin is the sandbox's own terminal: the payload's controlling one */
 	uint64_t clone_flags;
 	bool net_none;             /* own network namespace, loopback only */
 	bool net_user;             /* own network namespace, a helper's NAT */
