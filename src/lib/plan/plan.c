@@ -565,6 +565,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	r = r ?: plan_rootfs(p, cfg, err);
 	if (r == 0)
 		ihome = image_home(p->rootfs_fd, cfg->uid);
+	p->overlay_root = !getenv("NSBOX_TEST_NO_OVERLAY_ROOT");
 	r = r ?: idmap_plan(p, cfg, err);
 	if (r == 0 && cfg->net == NET_USER)
 		r = netuser_prepare(&p->netuser, cfg, p->rootless, err);

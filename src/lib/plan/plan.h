@@ -90,6 +90,10 @@ typedef struct nsbox_plan {
 	mount_op *ops;
 	size_t n_ops;
 	int devnull_fd;            /* O_PATH, for masks */
+	/* the root an overlay of the image (child/mounts.c: nothing in
+	 * mountinfo names the image store); NSBOX_TEST_NO_OVERLAY_ROOT=1 tries
+	 * the fallback, the image bound as it is */
+	bool overlay_root;
 	int *child_fds;            /* scratch for the child: n_ops + 2 slots */
 
 	/* process */
