@@ -44,8 +44,15 @@ static int emit_record(const nsbox_result *r, const run_args *a)
 	if (a->json && write_all(1, json, strlen(json)) < 0)
 		rc = -1;
 	if (a->result_file) {
-		int fd = open(a->result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || write_all(fd, json, strlen(json)) < 0) {
+		/* Not one another user made first (the record holds the
+		 * command line and the output). */
+		int fd = -1;
+		nsbox_error *oe = NULL;
+		if (nsbox_output_open(a->result_file, &fd, &oe) < 0) {
+			print_error(oe);
+			nsbox_error_free(oe);
+			rc = -1;
+		} else if (write_all(fd, json, strlen(json)) < 0) {
 			print_msg("write result file '%s': %s", a->result_file, strerror(errno));
 			rc = -1;
 		}
@@ -118,9 +125,10 @@ static int open_stats(const run_args *a, uint64_t *ms, int *fd)
 	}
 	*fd = 2;
 	if (a->stats_file) {
-		*fd = open(a->stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (*fd < 0) {
-			print_msg("open stats file '%s': %s", a->stats_file, strerror(errno));
+		nsbox_error *e = NULL;
+		if (nsbox_output_open(a->stats_file, fd, &e) < 0) {
+			print_error(e);
+			nsbox_error_free(e);
 			return -1;
 		}
 	}

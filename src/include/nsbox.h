@@ -185,6 +185,14 @@ void nsbox_sandbox_free(nsbox_sandbox *sb);
  * as they are; -1 means /dev/null. A terminal is refused (EINVAL). */
 #define NSBOX_SPAWN_DIRECT_FDS  (1u << 5)
 
+/* Open (creating it 0600, emptying it) a file for a run's output at a path
+ * the caller names - a result record, stats - as nsbox_audit_open() opens
+ * the audit log: no symlink on the path, a directory of the caller's (or
+ * root's) that others cannot write, a regular file of the caller's that
+ * others cannot write with one name, or a character device (/dev/null).
+ * *fd is O_CLOEXEC and the caller's to close. Thread-safe. */
+int nsbox_output_open(const char *path, int *fd, nsbox_error **err);
+
 /* ---- long-lived sandboxes ----------------------------------------------- */
 
 #define NSBOX_EXEC_OPTIONS_VERSION 1

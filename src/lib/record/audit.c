@@ -20,100 +20,31 @@
 #include "sandbox/sandbox.h"
 #include "base/sha256.h"
 #include "base/syscalls.h"
+#include "record/caller_file.h"
 
 /* A line longer than this is rendered again without the command and the
  * network lists: one write(2) of a bounded size per run. */
 #define AUDIT_LINE_MAX (64 * 1024)
 
-/* Who may own the directory of an audit log: the caller, or root (whose
- * directories, /var/log, the caller trusts anyway). Nobody else may be able
- * to write in it, or they could create the file first, or rename ours away
- * and put theirs in its place, and read (or rewrite) what we append. */
-static bool trusted_dir(const struct stat *st)
+int nsbox_output_open(const char *path, int *fd, nsbox_error **err)
 {
-	return (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & 022);
-}
-
-/* The file itself: ours, not writable by anyone else, one name only. */
-static bool trusted_file(const struct stat *st)
-{
-	return st->st_uid == geteuid() && !(st->st_mode & 022) && st->st_nlink == 1;
-}
-
-static int audit_parent(const char *path, char *base, size_t baselen, nsbox_error **err)
-{
-	const char *slash = strrchr(path, '/');
-	const char *name = slash ? slash + 1 : path;
-	if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strlen(name) >= baselen)
-		return nsbox_err(err, EINVAL, "audit", "open audit log '%s': not a file name", path);
-	memcpy(base, name, strlen(name) + 1);
-	_cleanup_free_ char *dir = slash ? strndup(path, (size_t) (slash - path)) : strdup(".");
-	if (!dir)
-		return nsbox_err(err, ENOMEM, "audit", "open audit log '%s'", path);
-	/* No symlink anywhere on the way: one planted by someone who can write
-	 * in a directory we pass through would choose where the log goes. */
-	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-	                        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	int dfd = sys_openat2(AT_FDCWD, *dir ? dir : "/", &how);
-	if (dfd < 0)
-		return nsbox_err_hint(err, errno, "audit", errno == ELOOP ? "give the path without symlinks" : NULL,
-		                      "open audit log '%s': open its directory", path);
-	struct stat st;
-	if (fstat(dfd, &st) < 0) {
-		int e = errno;
-		close(dfd);
-		return nsbox_err(err, e, "audit", "open audit log '%s': open its directory", path);
-	}
-	if (!trusted_dir(&st)) {
-		close(dfd);
-		return nsbox_err_hint(err, EPERM, "audit",
-		                      "keep the log in a directory of your own that only you can write",
-		                      "open audit log '%s': its directory is not yours (or root's), or others may write in it",
-		                      path);
-	}
-	return dfd;
+	if (!path || !*path || !fd)
+		return nsbox_err(err, EINVAL, "output", "open output file: missing argument");
+	int f = caller_file_open(path, O_TRUNC | CALLER_FILE_DEVICE, "output", "file", err);
+	if (f < 0)
+		return f;
+	*fd = f;
+	return 0;
 }
 
 int nsbox_audit_open(const char *path, int *fd, nsbox_error **err)
 {
 	if (!path || !*path || !fd)
 		return nsbox_err(err, EINVAL, "audit", "open audit log: missing argument");
-	char base[NAME_MAX + 1];
-	_cleanup_close_ int dfd = audit_parent(path, base, sizeof(base), err);
-	if (dfd < 0)
-		return dfd;
-	/* O_NOFOLLOW: a symlink planted where the log goes is refused, not
-	 * followed to a file of someone else's choosing. O_NONBLOCK: a FIFO
-	 * there must not hang the open; it is refused below. Nobody else can
-	 * create or swap the file in this directory (checked above), so what
-	 * fstat() sees is what the lines go to. */
-	int f = openat(dfd, base, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	/* O_APPEND: one write(2) per line, never interleaved. */
+	int f = caller_file_open(path, O_APPEND, "audit", "audit log", err);
 	if (f < 0)
-		return nsbox_err(err, errno, "audit", "open audit log '%s'", path);
-	struct stat st;
-	if (fstat(f, &st) < 0) {
-		int e = errno;
-		close(f);
-		return nsbox_err(err, e, "audit", "open audit log '%s'", path);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(f);
-		return nsbox_err(err, EINVAL, "audit", "open audit log '%s': not a regular file", path);
-	}
-	/* A file someone else made (or linked) there first would let them
-	 * read every line, and rewrite or truncate them. */
-	if (!trusted_file(&st)) {
-		close(f);
-		return nsbox_err_hint(err, EPERM, "audit", "remove it, or name a file of your own (mode 0600)",
-		                      "open audit log '%s': it belongs to someone else, others may write it, or it has "
-		                      "another name (hard link)", path);
-	}
-	int fl = fcntl(f, F_GETFL);
-	if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		int e = errno;
-		close(f);
-		return nsbox_err(err, e, "audit", "open audit log '%s'", path);
-	}
+		return f;
 	*fd = f;
 	return 0;
 }
