@@ -113,15 +113,22 @@ static bool same_file(int a, int b)
 
 /* ---- moving bytes --------------------------------------------------------- */
 
-static ssize_t src_read(pump *p)
+static ssize_t src_read_max(pump *p, size_t max)
 {
 	if (!p->buf && !(p->buf = malloc(RELAY_CHUNK))) {
 		errno = ENOMEM;
 		return -1;
 	}
+	if (max > RELAY_CHUNK)
+		max = RELAY_CHUNK;
 	if (p->src_sock)
-		return recv(p->src, p->buf, RELAY_CHUNK, MSG_DONTWAIT);
-	return read(p->src, p->buf, RELAY_CHUNK);
+		return recv(p->src, p->buf, max, MSG_DONTWAIT);
+	return read(p->src, p->buf, max);
+}
+
+static ssize_t src_read(pump *p)
+{
+	return src_read_max(p, RELAY_CHUNK);
 }
 
 /* write(2) to a pipe whose reader is gone raises SIGPIPE in the writing
@@ -303,19 +310,26 @@ void relay_finish(relay *r, bool abandon)
 {
 	if (!r)
 		return;
-	pump_close(r, P_IN);
-	/* Every process that could write is gone: what is in the pipes is
-	 * the rest (read until it is empty, not until EOF: a writer passed
-	 * out of the sandbox cannot keep us here). */
+	/* Every process of the run or exec is gone: what is in the pipes now
+	 * is the rest of its output. Only that is passed on - counted before
+	 * it is read - not what is written meanwhile: a process that holds
+	 * the pipe after the exec ended (passed to another exec of the
+	 * sandbox) must not reach the caller's screen. Its stdin closes last,
+	 * so that its end cannot prompt such a process to write first. */
 	for (int k = P_OUT; k < P_N; k++) {
 		pump *p = &r->p[k];
+		int queued = 0;
+		if (p->src >= 0 && ioctl(p->src, FIONREAD, &queued) < 0)
+			queued = 0;
+		size_t left = queued > 0 ? (size_t) queued : 0;
 		for (;;) {
 			if (p->len == 0) {
-				ssize_t n = p->src >= 0 ? src_read(p) : 0;
+				ssize_t n = p->src >= 0 && left ? src_read_max(p, left) : 0;
 				if (n < 0 && errno == EINTR)
 					continue;
 				if (n <= 0)
 					break;
+				left -= (size_t) n;
 				p->off = 0;
 				p->len = (size_t) n;
 			}
@@ -336,6 +350,7 @@ void relay_finish(relay *r, bool abandon)
 		}
 		pump_close(r, k);
 	}
+	pump_close(r, P_IN);
 	restore_terminal(r);
 	r->ep = -1;
 }

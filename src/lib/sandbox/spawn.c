@@ -369,10 +369,14 @@ int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig)
 	if (sig == SIGKILL && __atomic_load_n(&owner->paused, __ATOMIC_ACQUIRE) && owner->cg &&
 	    cgroup_freeze(owner->cg, false, NULL) == 0)
 		__atomic_store_n(&owner->paused, false, __ATOMIC_RELEASE);
-	/* The caller's window changed: its size to the sandbox's terminal,
-	 * whose foreground process group the kernel tells. */
-	if (sig == SIGWINCH && sb->relay)
-		return relay_winch(sb->relay);
+	/* The caller's window changed: its size to the sandbox's terminal
+	 * (NSBOX_SPAWN_TTY), whose foreground process group the kernel tells.
+	 * Without one, pid 1 ignores it as before. */
+	if (sig == SIGWINCH) {
+		int w = relay_winch(sb->relay);
+		if (w != -ENOTTY)
+			return w;
+	}
 	/* SIGKILL goes to pid 1, which takes the whole pid namespace with it;
 	 * other signals go to pid 1's handler, which forwards them. */
 	return sys_pidfd_send_signal(sb->pidfd, sig) < 0 ? -errno : 0;
