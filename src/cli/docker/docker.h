@@ -163,16 +163,6 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 
 /* ---- -t (tty.c) ---------------------------------------------------------- */
 
-/* Run fn(arg, tty) in a child, tty a new pseudo-terminal for the command's
- * streams; relay it to our stdout (and our stdin to it with `input`: our
- * terminal, if stdin is one, in raw mode meanwhile, its interrupt keys
- * turned into signals as the pseudo-terminal's settings say). Our signals
- * go to the child. Returns fn's status. */
-int tty_wrap(int (*fn)(void *, int), void *arg, bool input);
-/* A pseudo-terminal pair (window size copied from ours when we have one):
- * 0, or -1 having said why. */
-int tty_open(int *master, int *slave);
-
 /* Simple Go templates over a JSON value, as docker inspect --format and
  * docker ps --format take them: text with {{.Path.To.Field}} and
  * {{json .Path}} (a field's value: strings as they are, others as JSON).
