@@ -455,12 +455,23 @@ static int image_overlay_root(int src, int tree)
 		r = image < 0 ? image : empty < 0 ? empty : r;
 		goto fail;
 	}
+	/* The image is the bottom layer: overlayfs reads no xattr of a
+	 * directory there (on a layer above, it reads user.overlay.opaque,
+	 * which needs read permission: a 0700 directory of an owner the
+	 * sandbox does not map could not even be looked up). The empty
+	 * layer above gives the root directory its attributes: the image
+	 * root's mode, and its owner where the sandbox maps it. */
+	struct stat rst;
+	if (fstat(tree, &rst) == 0) {
+		(void) fchownat(empty, "", rst.st_uid, rst.st_gid, AT_EMPTY_PATH);
+		(void) fchmodat(scratch_fd, "empty", rst.st_mode & 07777, 0);
+	}
 	const char *tp = fd_path(t, tree), *ep = fd_path(e, empty);
-	size_t a = strlen("lowerdir="), b = strlen(tp), c = strlen(ep);
+	size_t a = strlen("lowerdir="), b = strlen(ep), c = strlen(tp);
 	memcpy(lower, "lowerdir=", a);
-	memcpy(lower + a, tp, b);
+	memcpy(lower + a, ep, b);
 	lower[a + b] = ':';
-	memcpy(lower + a + b + 1, ep, c + 1);
+	memcpy(lower + a + b + 1, tp, c + 1);
 	fs = sys_fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fs < 0) {
 		r = -errno;
