@@ -89,7 +89,7 @@ int volume_open(const nsbox_config *cfg, const char *source, const char *home, c
 	if (state_rule && path_forbidden_by(real, state_rule))
 		return nsbox_err(err, EACCES, "volume",
 		                 "refuse volume source '%s': it %s nsbox's own state directory '%s' (the control sockets "
-		                 "of started sandboxes)", real,
+		                 "of started sandboxes, their snapshots, sessions' layers)", real,
 		                 !strcmp(real, state_rule) ? "is" : below(real, state_rule) ? "is inside" : "contains",
 		                 state_rule);
 	if (cfg->allowed_roots.n) {
