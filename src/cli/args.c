@@ -14,6 +14,7 @@ enum {
 	OPT_POLICY, OPT_TRUST, OPT_JSON, OPT_RESULT_FILE, OPT_INTERACTIVE, OPT_SYSFS, OPT_SECCOMP_LOG,
 	OPT_ALLOW_HOST_LOOPBACK, OPT_REQUIRE_CGROUP, OPT_ULIMIT, OPT_STATS_INTERVAL, OPT_STATS_FILE,
 	OPT_MAX_OUTPUT, OPT_HELP, OPT_NAME, OPT_IDLE_TIMEOUT, OPT_LIFETIME, OPT_PUBLISH, OPT_PAUSE_IDLE, OPT_FROM,
+	OPT_TTY,
 };
 
 static const opt_def run_opts[] = {
@@ -77,7 +78,9 @@ static const opt_def run_opts[] = {
 	{ "artifacts-max-age", 0, "D", OPT_KEY, "remove run directories older than D (7d, 12h)", "audit.max_age" },
 	{ "audit-log", 0, "FILE", OPT_KEY, "append one JSON line per run (no code, no output)", "audit.log" },
 	{ "audit-on-error", 0, "M", OPT_KEY, "fail (default: no audit, no run) or warn", "audit.on_error" },
-	{ "interactive", 'i', NULL, OPT_INTERACTIVE, "pass stdin through (default: /dev/null)", NULL },
+	{ "interactive", 'i', NULL, OPT_INTERACTIVE, "relay stdin to the command (default: /dev/null)", NULL },
+	{ "tty", 't', NULL, OPT_TTY, "give the command a terminal of its own, relayed to\nthis one (with -i: "
+	  "interactive; window size follows)", NULL },
 	{ "help", 'h', NULL, OPT_HELP, "show this help", NULL },
 	/* nsbox start only */
 	{ "name", 0, "NAME", OPT_NAME, "(start) the sandbox's name (default: sb-RANDOM)", NULL },
@@ -165,6 +168,7 @@ static int take(run_args *a, int id, const opt_def *d, const char *v, bool start
 		return 0;
 	case OPT_SYSFS: return push(a, "filesystem.sysfs", "true", "--sysfs");
 	case OPT_INTERACTIVE: a->interactive = true; return 0;
+	case OPT_TTY: a->tty = true; return 0;
 	case OPT_NAME: case OPT_IDLE_TIMEOUT: case OPT_LIFETIME: case OPT_PUBLISH: case OPT_PAUSE_IDLE: case OPT_FROM:
 		if (!start) {
 			snprintf(errbuf, errlen, "option '--%s' is for nsbox start", d->name);

@@ -19,6 +19,7 @@ typedef struct run_args {
 	bool json;
 	bool max_output;          /* --max-output given: capture without --json */
 	bool interactive;
+	bool tty;             /* -t: a terminal of the sandbox's own */
 	const char *result_file;
 	const char *stats_interval;   /* --stats-interval, validated by the caller */
 	const char *stats_file;

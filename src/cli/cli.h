@@ -43,7 +43,7 @@ int cli_build_config(const struct run_args *a, nsbox_config **out, nsbox_error *
 /* SIGINT, SIGTERM, SIGHUP and SIGQUIT blocked and read from the signalfd
  * returned (the run forwards them); old: the mask to restore. */
 #include <signal.h>
-int cli_signals_to_fd(sigset_t *old);
+int cli_signals_to_fd(sigset_t *old, bool winch);
 
 /* Defaults, then the policy (FILE, or none), as the run and policy commands
  * build them. */

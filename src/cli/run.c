@@ -44,8 +44,15 @@ static int emit_record(const nsbox_result *r, const run_args *a)
 	if (a->json && write_all(1, json, strlen(json)) < 0)
 		rc = -1;
 	if (a->result_file) {
-		int fd = open(a->result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || write_all(fd, json, strlen(json)) < 0) {
+		/* Not one another user made first (the record holds the
+		 * command line and the output). */
+		int fd = -1;
+		nsbox_error *oe = NULL;
+		if (nsbox_output_open(a->result_file, &fd, &oe) < 0) {
+			print_error(oe);
+			nsbox_error_free(oe);
+			rc = -1;
+		} else if (write_all(fd, json, strlen(json)) < 0) {
 			print_msg("write result file '%s': %s", a->result_file, strerror(errno));
 			rc = -1;
 		}
@@ -75,8 +82,9 @@ int cli_build_config(const run_args *a, nsbox_config **out, nsbox_error **e)
 }
 
 /* SIGINT/SIGTERM/SIGHUP/SIGQUIT go to the supervisor's signalfd, which
- * forwards them to the sandbox. */
-int cli_signals_to_fd(sigset_t *old)
+ * forwards them to the sandbox; with `winch` (-t), SIGWINCH resizes its
+ * terminal. */
+int cli_signals_to_fd(sigset_t *old, bool winch)
 {
 	sigset_t set;
 	(void) sigprocmask(SIG_SETMASK, NULL, old);
@@ -85,6 +93,8 @@ int cli_signals_to_fd(sigset_t *old)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
+	if (winch)
+		sigaddset(&set, SIGWINCH);
 	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
 		return -1;
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -115,9 +125,10 @@ static int open_stats(const run_args *a, uint64_t *ms, int *fd)
 	}
 	*fd = 2;
 	if (a->stats_file) {
-		*fd = open(a->stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (*fd < 0) {
-			print_msg("open stats file '%s': %s", a->stats_file, strerror(errno));
+		nsbox_error *e = NULL;
+		if (nsbox_output_open(a->stats_file, fd, &e) < 0) {
+			print_error(e);
+			nsbox_error_free(e);
 			return -1;
 		}
 	}
@@ -143,6 +154,11 @@ int run_with(int argc, char **argv, const run_extra *extra)
 		run_args_free(&a);
 		return 0;
 	}
+	if (a.tty && (a.json || a.max_output)) {
+		print_msg("-t gives the command a terminal, whose output is not captured: not with --json or --max-output");
+		run_args_free(&a);
+		return EXIT_SETUP;
+	}
 	nsbox_config *cfg = NULL;
 	nsbox_error *e = NULL;
 	int rc = EXIT_SETUP;
@@ -161,10 +177,11 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	if (open_stats(&a, &stats_ms, &stats_fd) < 0)
 		goto out;
 	sigset_t old;
-	int sfd = cli_signals_to_fd(&old);
+	int sfd = cli_signals_to_fd(&old, a.tty);
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
-		.flags = ((a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0) | NSBOX_RUN_UNDUMPABLE,
+		.flags = ((a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0) | NSBOX_RUN_UNDUMPABLE |
+		         (a.tty ? NSBOX_SPAWN_TTY : 0),
 		.config = cfg,
 		.lang = extra ? extra->lang : NULL,
 		.code = extra ? extra->data : NULL,

@@ -116,9 +116,9 @@ typedef struct nsbox_spawn_options {
 	uint32_t version;           /* NSBOX_SPAWN_OPTIONS_VERSION */
 	uint32_t flags;             /* NSBOX_SPAWN_* */
 	const nsbox_config *config; /* required; copied into the sandbox's plan */
-	int stdin_fd;               /* -1: /dev/null */
-	int stdout_fd;              /* pass-through target; -1: the caller's fd 1 */
-	int stderr_fd;              /* pass-through target; -1: the caller's fd 2 */
+	int stdin_fd;               /* relayed to the command; -1: /dev/null */
+	int stdout_fd;              /* relayed to; -1: the caller's fd 1 */
+	int stderr_fd;              /* relayed to; -1: the caller's fd 2 */
 	/* A signalfd the supervisor reads while waiting, or -1. SIGINT, SIGTERM,
 	 * SIGHUP and SIGQUIT read from it are forwarded to the payload; the
 	 * sandbox is killed if it has not exited 5 seconds later or on a second
@@ -166,6 +166,33 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 /* Kills the sandbox if it still runs, waits for it, releases everything. */
 void nsbox_sandbox_free(nsbox_sandbox *sb);
 
+/* ---- the caller's streams (issue 27) --------------------------------------
+ * No fd of the caller's is handed into a sandbox: stdin_fd, stdout_fd and
+ * stderr_fd (and the caller's own 1 and 2 when those are -1) are relayed by
+ * the supervisor - while nsbox_sandbox_wait() runs - through pipes of the
+ * library's own, so that the payload can neither read a terminal given as
+ * its output, nor change its modes, nor keep any of them after the run or
+ * exec. The exceptions are explicit: */
+
+/* The payload gets a pseudo-terminal of its own as stdin, stdout and stderr
+ * (its controlling terminal), relayed to stdout_fd (or 1) and from stdin_fd
+ * (when >= 0; a terminal there is made raw for the run, its modes put back
+ * after it whatever happened); nsbox_sandbox_kill(sb, SIGWINCH) copies the
+ * caller's window size to it. Not with NSBOX_SPAWN_CAPTURE. Spawn and exec. */
+#define NSBOX_SPAWN_TTY         (1u << 4)
+/* The caller's own pipes or sockets, which it reads and writes itself
+ * without nsbox_sandbox_wait() running (a code context's channel): handed in
+ * as they are; -1 means /dev/null. A terminal is refused (EINVAL). */
+#define NSBOX_SPAWN_DIRECT_FDS  (1u << 5)
+
+/* Open (creating it 0600, emptying it) a file for a run's output at a path
+ * the caller names - a result record, stats - as nsbox_audit_open() opens
+ * the audit log: no symlink on the path, a directory of the caller's (or
+ * root's) that others cannot write, a regular file of the caller's that
+ * others cannot write with one name, or a character device (/dev/null).
+ * *fd is O_CLOEXEC and the caller's to close. Thread-safe. */
+int nsbox_output_open(const char *path, int *fd, nsbox_error **err);
+
 /* ---- long-lived sandboxes ----------------------------------------------- */
 
 #define NSBOX_EXEC_OPTIONS_VERSION 1
@@ -175,15 +202,16 @@ void nsbox_sandbox_free(nsbox_sandbox *sb);
 
 typedef struct nsbox_exec_options {
 	uint32_t version;           /* NSBOX_EXEC_OPTIONS_VERSION */
-	uint32_t flags;             /* NSBOX_SPAWN_CAPTURE, NSBOX_EXEC_ENV_ADD */
+	uint32_t flags;             /* NSBOX_SPAWN_CAPTURE, NSBOX_EXEC_ENV_ADD, NSBOX_SPAWN_TTY,
+	                             * NSBOX_SPAWN_DIRECT_FDS */
 	const char *const *argv;    /* required; argv[0] is looked up in PATH inside */
 	const char *const *envp;    /* NULL: the sandbox's environment; else this one,
 	                             * or with NSBOX_EXEC_ENV_ADD the sandbox's with
 	                             * these NAME=VALUE set (replacing the same NAME) */
 	const char *workdir;        /* NULL: the sandbox's; else absolute */
-	int stdin_fd;               /* -1: /dev/null */
-	int stdout_fd;              /* pass-through target; -1: the caller's fd 1 */
-	int stderr_fd;              /* pass-through target; -1: the caller's fd 2 */
+	int stdin_fd;               /* relayed to the command; -1: /dev/null */
+	int stdout_fd;              /* relayed to; -1: the caller's fd 1 */
+	int stderr_fd;              /* relayed to; -1: the caller's fd 2 */
 	int fd3;                    /* -1, or an fd the command gets as its fd 3 */
 	uint64_t timeout_ms;        /* 0: the configuration's timeout (0 there: none);
 	                             * NSBOX_TIMEOUT_NONE: none */
@@ -441,7 +469,8 @@ void nsbox_cancel_free(nsbox_cancel *c);
 
 typedef struct nsbox_run_options {
 	uint32_t version;           /* NSBOX_RUN_OPTIONS_VERSION */
-	uint32_t flags;             /* NSBOX_SPAWN_CAPTURE, NSBOX_EXEC_ENV_ADD, NSBOX_RUN_UNDUMPABLE */
+	uint32_t flags;             /* NSBOX_SPAWN_CAPTURE, NSBOX_EXEC_ENV_ADD, NSBOX_RUN_UNDUMPABLE,
+	                             * NSBOX_SPAWN_TTY (a command's) */
 	/* Where it runs: exactly one of
 	 *   config   a fresh sandbox from this configuration (copied);
 	 *   sandbox  an exec in this long-lived sandbox (NSBOX_SPAWN_KEEP);
@@ -468,10 +497,11 @@ typedef struct nsbox_run_options {
 	uint64_t timeout_ms;
 	/* I/O, as in nsbox_spawn_options. Captured output (NSBOX_SPAWN_CAPTURE)
 	 * is bounded by limits.output, for every kind of run. */
-	int stdin_fd;               /* -1: /dev/null */
-	int stdout_fd;              /* pass-through target; -1: the caller's fd 1 */
+	int stdin_fd;               /* relayed to the command; -1: /dev/null */
+	int stdout_fd;              /* relayed to; -1: the caller's fd 1 */
 	int stderr_fd;
-	int signal_fd;              /* -1, or a signalfd forwarded to the payload */
+	int signal_fd;              /* -1, or a signalfd forwarded to the payload (SIGWINCH:
+	                             * with NSBOX_SPAWN_TTY, the window size) */
 	uint64_t stats_interval_ms; /* fresh runs only */
 	int stats_fd;
 	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
@@ -597,7 +627,10 @@ bool nsbox_import_gate_matches(const char *module, const char *blocked);
 /* ---- audit log ---------------------------------------------------------- */
 
 /* Open (creating it 0600) an audit log for appending. A symlink, FIFO,
- * device or directory at `path` is refused. *fd is O_APPEND|O_CLOEXEC and
+ * device or directory at `path` is refused, as is a symlink anywhere on the
+ * path, a file not owned by the caller, writable by others or with a second
+ * name, and a directory owned by neither the caller nor root or writable by
+ * others (another user could make the file first). *fd is O_APPEND|O_CLOEXEC and
  * the caller's to close. Open it before spawning so that a run that could
  * not be audited never starts. Thread-safe. */
 int nsbox_audit_open(const char *path, int *fd, nsbox_error **err);

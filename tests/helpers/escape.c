@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +24,13 @@
 #include <sys/time.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "live/ctl.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -157,6 +163,196 @@ static int release_agent(void)
 	return r | try_open("/sys/fs/cgroup/release_agent", O_WRONLY);
 }
 
+/* Drive a started sandbox's monitor through its control socket (bound in
+ * from the caller's directory of sandboxes): ask it to write FILE.
+ * Blocked when the monitor drops us unserved. */
+static int drive_monitor(const char *sock, const char *file)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+		printf("blocked: connect %s: %s\n", sock, strerror(errno));
+		return 0;
+	}
+	char body[512];
+	int len = snprintf(body, sizeof(body), "sh%c-c%cecho pwned >%s", '\0', '\0', file) + 1;
+	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_EXEC, .flags = CTL_STDOUT, .argc = 3, .len = (uint32_t) len };
+	int fds[2] = { 1, 2 };
+	char cbuf[CMSG_SPACE(sizeof(fds))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { &h, sizeof(h) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t) sizeof(h) || send(fd, body, (size_t) len, MSG_NOSIGNAL) != len) {
+		int e = errno;
+		printf("blocked: %s: send the request: %s\n",
+		       e == EPIPE || e == ECONNRESET ? "the monitor dropped the connection unserved" : "no monitor",
+		       strerror(e));
+		return e == EPIPE || e == ECONNRESET ? 0 : 1;
+	}
+	/* The monitor answers within its request deadline, or drops us: its
+	 * frames end with a CTL_REPLY whose payload starts with the status. */
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ctl_frame f;
+		ssize_t n = poll(&p, 1, 30000) == 1 ? recv(fd, &f, sizeof(f), MSG_WAITALL) : -1;
+		if (n != (ssize_t) sizeof(f)) {
+			printf("blocked: the monitor dropped the connection unserved (%s)\n",
+			       n < 0 ? strerror(errno) : "EOF");
+			return 0;
+		}
+		if (f.type == CTL_REPLY) {
+			int32_t status = 0;
+			if (f.len >= sizeof(status))
+				(void) recv(fd, &status, sizeof(status), MSG_WAITALL);
+			printf("ESCAPED: the monitor answered our request (status %d)\n", (int) status);
+			return 1;
+		}
+		char skip[4096];
+		for (uint32_t left = f.len; left > 0;) {
+			ssize_t k = recv(fd, skip, left < sizeof(skip) ? left : sizeof(skip), MSG_WAITALL);
+			if (k <= 0)
+				break;
+			left -= (uint32_t) k;
+		}
+	}
+}
+
+/* Take every inotify instance the kernel lets us have, say how many, and
+ * hold them until killed. */
+__attribute__((noreturn)) static int hold_inotify(void)
+{
+	int n = 0, e = 0;
+	for (;;) {
+		if (syscall(SYS_inotify_init1, O_CLOEXEC) < 0) {
+			e = errno;
+			break;
+		}
+		if (++n >= 1000000)
+			break;
+	}
+	printf("held %d inotify instances, then: %s\n", n, e ? strerror(e) : "stopped");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* The terminal a payload may have been handed as fd 0, 1 or 2: change its
+ * modes (echo off) and read what is typed on it within 20 s. */
+static int steal_terminal(void)
+{
+	int r = 0;
+	for (int fd = 0; fd < 3; fd++) {
+		struct termios t;
+		if (tcgetattr(fd, &t) < 0) {
+			printf("blocked: fd %d is no terminal (%s)\n", fd, strerror(errno));
+			continue;
+		}
+		t.c_lflag &= ~(tcflag_t) ECHO;
+		if (tcsetattr(fd, TCSANOW, &t) == 0) {
+			printf("ESCAPED: turned echo off on the terminal at fd %d\n", fd);
+			r = 1;
+		}
+	}
+	printf("reading\n");
+	fflush(stdout);
+	for (int fd = 0; fd < 3; fd++) {
+		if (!isatty(fd))
+			continue;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char buf[256];
+		ssize_t n = poll(&p, 1, 20000) == 1 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (n > 0) {
+			buf[n] = '\0';
+			printf("ESCAPED: read '%s' typed at the terminal (fd %d)\n", strtok(buf, "\r\n"), fd);
+			r = 1;
+		}
+	}
+	return r;
+}
+
+/* fdsend SOCK: hand our fds 0-2 to whoever listens on SOCK. */
+static int send_fds(const char *sock)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+		printf("fdsend: connect %s: %s\n", sock, strerror(errno));
+		return 2;
+	}
+	int fds[3] = { 0, 1, 2 };
+	char c = 'x', cbuf[CMSG_SPACE(sizeof(fds))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { &c, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(fd, &mh, 0) != 1) {
+		printf("fdsend: %s\n", strerror(errno));
+		return 2;
+	}
+	/* Until the other side has them. */
+	(void) read(fd, &c, 1);
+	return 0;
+}
+
+/* fdrecv SOCK: take another process's fds 0-2 (fdsend), and once that one
+ * has ended, read what is typed on its stdin and write on its stdout. */
+static int recv_fds(const char *sock)
+{
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	(void) unlink(sock);
+	if (l < 0 || bind(l, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(l, 1) < 0) {
+		printf("fdrecv: listen %s: %s\n", sock, strerror(errno));
+		return 2;
+	}
+	int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	int fds[3] = { -1, -1, -1 };
+	char b, cbuf[CMSG_SPACE(sizeof(fds))];
+	struct iovec iov = { &b, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	if (c < 0 || recvmsg(c, &mh, MSG_CMSG_CLOEXEC) != 1 || !CMSG_FIRSTHDR(&mh)) {
+		printf("fdrecv: no fds: %s\n", strerror(errno));
+		return 2;
+	}
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fds));
+	printf("fdrecv: holding the other exec's fds\n");
+	fflush(stdout);
+	(void) write(c, "k", 1);
+	/* The sender's exec ends; what is typed afterwards would reach us. */
+	char buf[256];
+	ssize_t n;
+	while ((n = read(fds[0], buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
+		;
+	int r = 0;
+	if (n > 0) {
+		buf[n] = '\0';
+		printf("ESCAPED: read '%s' typed after the exec that owned the terminal ended\n", strtok(buf, "\r\n"));
+		r = 1;
+	} else {
+		printf("blocked: its stdin after it ended: %s\n", n == 0 ? "end of file" : strerror(errno));
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (write(fds[1], "INJECTED\n", 9) == 9) {
+		printf("ESCAPED: wrote on its stdout after it ended\n");
+		r = 1;
+	} else {
+		printf("blocked: its stdout after it ended: %s\n", strerror(errno));
+	}
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -253,6 +449,16 @@ int main(int argc, char **argv)
 		return blocked("sethostname", sethostname("pwned", 5));
 	if (!strcmp(a, "release_agent"))
 		return release_agent();
+	if (!strcmp(a, "ctl") && argc > 3)
+		return drive_monitor(argv[2], argv[3]);
+	if (!strcmp(a, "inotify"))
+		return hold_inotify();
+	if (!strcmp(a, "terminal"))
+		return steal_terminal();
+	if (!strcmp(a, "fdsend") && argc > 2)
+		return send_fds(argv[2]);
+	if (!strcmp(a, "fdrecv") && argc > 2)
+		return recv_fds(argv[2]);
 	fprintf(stderr, "escape: unknown attack '%s'\n", a);
 	return 2;
 }

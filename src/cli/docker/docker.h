@@ -13,9 +13,10 @@
  *               container.json (what was asked) and state.json (what happened)
  *   manage.c    stop, kill, wait, rm, inspect
  *   ps.c, logs.c  docker ps, docker logs
+ *   run_ports.c, ports.c, ports_text.c  -p/-P/--expose (the started
+ *               sandbox's forwarder), docker port, ps's PORTS
  *   template.c  the Go templates of inspect -f and ps --format
  *   exec.c      docker exec (nsbox exec)
- *   tty.c       -t: a pseudo-terminal for the command, relayed
  *   images.c    images, pull, build (nsbox image ls, pull, build -f)
  *   docker.c    dispatch, version
  */
@@ -197,17 +198,7 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 #define LOG_FILE "log"
 #define LOG_MAX ((uint64_t) 64 << 20)
 
-/* ---- -t (tty.c) ---------------------------------------------------------- */
-
-/* Run fn(arg, tty) in a child, tty a new pseudo-terminal for the command's
- * streams; relay it to our stdout (and our stdin to it with `input`: our
- * terminal, if stdin is one, in raw mode meanwhile, its interrupt keys
- * turned into signals as the pseudo-terminal's settings say). Our signals
- * go to the child. Returns fn's status. */
-int tty_wrap(int (*fn)(void *, int), void *arg, bool input);
-/* A pseudo-terminal pair (window size copied from ours when we have one):
- * 0, or -1 having said why. */
-int tty_open(int *master, int *slave);
+/* ---- templates (template.c) ---------------------------------------------- */
 
 /* Simple Go templates over a JSON value, as docker inspect --format and
  * docker ps --format take them: text with {{.Path.To.Field}} and

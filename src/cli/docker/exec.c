@@ -143,18 +143,6 @@ static int call_exec(void *arg)
 	return cmd_exec(x->n, x->v);
 }
 
-/* -t: nsbox exec hands its own stdin, stdout and stderr to the command:
- * the pseudo-terminal (nsbox's messages too, as Docker's -t merges). */
-static int call_exec_tty(void *arg, int tty)
-{
-	(void) dup2(tty, 0);
-	(void) dup2(tty, 1);
-	(void) dup2(tty, 2);
-	if (tty > 2)
-		close(tty);
-	return call_exec(arg);
-}
-
 /* The options: into x (nsbox exec's -e, --env-pass, -w) and o. */
 static int parse_exec(int argc, char **argv, xargv *x, exec_opts *o)
 {
@@ -281,13 +269,14 @@ int docker_cmd_exec(int argc, char **argv)
 		rc = exec_background(&c, &o, argv + o.first + 1);
 		goto out;
 	}
-	if (((o.interactive || o.tty) && add(&x, "-i") < 0) || add(&x, "--") < 0)
+	/* -t: the command's own terminal, the library's (nsbox exec -t). */
+	if ((o.interactive && add(&x, "-i") < 0) || (o.tty && add(&x, "-t") < 0) || add(&x, "--") < 0)
 		goto out;
 	for (int i = o.first + 1; i < argc; i++)
 		if (add(&x, argv[i]) < 0)
 			goto out;
 	exec_call call = { &x };
-	rc = o.tty ? tty_wrap(call_exec_tty, &call, o.interactive) : call_exec(&call);
+	rc = call_exec(&call);
 out:
 	container_free(&c);
 	if (base >= 0)

@@ -260,7 +260,6 @@ typedef struct fg {
 	int base, dirfd;          /* a registered container's, or -1 */
 	const char *name;
 	bool keep;                /* --name or --cidfile: it stays once ended */
-	int tty_fd;               /* -t: the pseudo-terminal, else -1 */
 } fg;
 
 /* Published ports are forwarded by the monitor of a started sandbox: with
@@ -287,19 +286,21 @@ static int fg_sandbox(fg *f, nsbox_sandbox **sb)
 	return 0;
 }
 
-/* The run itself: in this process, or under tty_wrap in its child. */
+/* The run itself. With -t the library gives the command a terminal of its
+ * own (NSBOX_SPAWN_TTY), relayed to ours; nsbox's own messages stay on our
+ * stderr. */
 static int fg_body(void *arg)
 {
 	fg *f = arg;
-	/* With -t, the pseudo-terminal is the command's; nsbox's own
-	 * messages stay on our stderr. */
-	int tty = f->tty_fd;
+	bool tty = f->d->tty;
 	sigset_t set, old;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
+	if (tty)
+		sigaddset(&set, SIGWINCH);   /* the terminal's size follows ours */
 	(void) sigprocmask(SIG_BLOCK, &set, &old);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	nsbox_sandbox *sb = NULL;
@@ -317,14 +318,14 @@ static int fg_body(void *arg)
 	}
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
-		.flags = NSBOX_RUN_UNDUMPABLE,
+		.flags = NSBOX_RUN_UNDUMPABLE | (tty ? NSBOX_SPAWN_TTY : 0),
 		/* In the started sandbox, its configuration's timeout (0). */
 		.config = sb ? NULL : f->cfg,
 		.sandbox = sb,
 		.argv = cmd,
-		.stdin_fd = tty >= 0 ? tty : f->d->a.interactive ? 0 : -1,
-		.stdout_fd = tty,
-		.stderr_fd = tty,
+		.stdin_fd = f->d->a.interactive ? 0 : -1,
+		.stdout_fd = -1,
+		.stderr_fd = -1,
 		.signal_fd = sfd,
 		.stats_fd = -1,
 		.on_warning = print_warning,
@@ -370,18 +371,12 @@ static int fg_body(void *arg)
 	return rc;
 }
 
-static int fg_tty(void *arg, int tty)
-{
-	((fg *) arg)->tty_fd = tty;
-	return fg_body(arg);
-}
-
 static int run_foreground(docker_run *d)
 {
 	nsbox_config *cfg = NULL;
 	if (build_config(d, NULL, &cfg) < 0)
 		return DOCKER_EXIT_RUN;
-	fg f = { .d = d, .cfg = cfg, .base = -1, .dirfd = -1, .keep = d->a.name || d->cidfile, .tty_fd = -1 };
+	fg f = { .d = d, .cfg = cfg, .base = -1, .dirfd = -1, .keep = d->a.name || d->cidfile };
 	int lock_fd = -1, rc = DOCKER_EXIT_RUN;
 	char name[64], id[65];
 	/* With -p it is a container while it runs (docker port, ps), and
@@ -390,7 +385,7 @@ static int run_foreground(docker_run *d)
 	    register_container(d, cfg, &f.base, &f.dirfd, &lock_fd, name, sizeof(name), id) < 0)
 		goto out;
 	f.name = d->a.name;
-	rc = d->tty ? tty_wrap(fg_tty, &f, d->a.interactive) : fg_body(&f);
+	rc = fg_body(&f);
 out:
 	if (lock_fd >= 0)
 		close(lock_fd);

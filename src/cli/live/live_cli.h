@@ -10,10 +10,6 @@
 #include "args.h"
 #include "nsbox.h"
 
-#ifndef NSBOX_SPAWN_TTY
-#define NSBOX_SPAWN_TTY (1u << 4)
-#endif
-
 /* Start a sandbox from parsed run options (a->name or a generated one):
  * the configuration as nsbox run builds it, its --timeout each exec's.
  * flags: NSBOX_LIVE_*. 0 with *out (may be NULL: let go at once) and its

@@ -294,7 +294,7 @@ static int exec_cell(nsbox_sandbox *sb, const exec_req *x, uint64_t tmo, int fir
 	int rc = 0;
 	if (code) {
 		sigset_t old;
-		int sfd = cli_signals_to_fd(&old);
+		int sfd = cli_signals_to_fd(&old, false);
 		nsbox_run_options o = { .version = NSBOX_RUN_OPTIONS_VERSION,
 			                .flags = x->json ? NSBOX_SPAWN_CAPTURE : 0,
 			                .context = ctx,
@@ -352,7 +352,7 @@ static int exec_command(nsbox_sandbox *sb, const exec_req *x, uint64_t tmo, int 
 		return EXIT_SETUP;
 	}
 	sigset_t old;
-	int sfd = cli_signals_to_fd(&old);
+	int sfd = cli_signals_to_fd(&old, x->tty);   /* with -t, SIGWINCH: the terminal's size */
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
 		.flags = (x->json ? NSBOX_SPAWN_CAPTURE : 0) | (x->n_env ? NSBOX_EXEC_ENV_ADD : 0) |

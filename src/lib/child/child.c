@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -196,6 +197,11 @@ __attribute__((noreturn)) void child_main(const child_args *a)
 
 	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
 		fail(a, STEP_HOSTNAME, -1, errno);
+	/* The namespace's own inotify, fanotify and namespace counts, while
+	 * we hold CAP_SYS_RESOURCE in it and before the payload exists. */
+	r = ucounts_apply(p, &idx);
+	if (r < 0)
+		fail(a, STEP_UCOUNTS, idx, r);
 	trace_mark(p->trace, TR_C_IDS);
 
 	int root = mounts_build_root(p, rootfs_fd, &idx);
@@ -310,6 +316,10 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	 * cannot push input into the caller's terminal (TIOCSTI). */
 	if (setsid() < 0)
 		fail(a, STEP_SETSID, -1, errno);
+	/* NSBOX_SPAWN_TTY: a terminal of the sandbox's own (relay.c), its
+	 * controlling one, so that ^C there is the payload's SIGINT. */
+	if (p->tty && ioctl(0, TIOCSCTTY, 0) < 0)
+		fail(a, STEP_TTY, -1, errno);
 	int r = p->keeper_exec ? 0 : caps_drop_bounding_except(p->cap_last, p->keep_caps);
 	if (r < 0)
 		fail(a, STEP_CAPS, -1, r);

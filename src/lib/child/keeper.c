@@ -75,7 +75,7 @@ static bool parse_request(const child_args *a, size_t n, int nfds)
 		return false;
 	memcpy(&h, req_buf, sizeof(h));
 	if (h.type != MSG_EXEC || h.len != n - sizeof(h) || h.argc == 0 || h.argc > EXEC_ARGS_MAX ||
-	    h.envc > EXEC_ARGS_MAX || (h.flags & ~(uint32_t) (EXEC_WORKDIR | EXEC_ENV | EXEC_FD3 | EXEC_FILE)) ||
+	    h.envc > EXEC_ARGS_MAX || (h.flags & ~(uint32_t) (EXEC_WORKDIR | EXEC_ENV | EXEC_FD3 | EXEC_FILE | EXEC_TTY)) ||
 	    nfds != ((h.flags & EXEC_FD3) ? FD__MAX : FD_3))
 		return false;
 	char *pos = req_buf + sizeof(h);
@@ -85,6 +85,7 @@ static bool parse_request(const child_args *a, size_t n, int nfds)
 	exec_plan.trace = NULL;
 	exec_plan.pass_fd3 = h.flags & EXEC_FD3;
 	exec_plan.file_op = h.flags & EXEC_FILE;
+	exec_plan.tty = h.flags & EXEC_TTY;
 	exec_plan.keeper_exec = true;
 	char *wd[2];
 	if (h.flags & EXEC_WORKDIR) {

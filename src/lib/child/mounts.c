@@ -339,6 +339,19 @@ static int reopen(const char *path, int checked_fd)
 	return fd;
 }
 
+/* The workspace overlay's upper and work directories (nsbox's own state,
+ * reopened with the caller's credentials like the sources), named to the
+ * overlay by fd so that its options show no host path. */
+static int upper_fd = -1, work_fd = -1;
+
+static int open_state_dir(const char *path)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd = sys_openat2(AT_FDCWD, path, &how);
+	return fd < 0 ? -errno : fd;
+}
+
 int mounts_open_sources(const nsbox_plan *p, int *failed_op)
 {
 	for (size_t i = 0; i < p->n_ops; i++) {
@@ -346,6 +359,14 @@ int mounts_open_sources(const nsbox_plan *p, int *failed_op)
 		if (p->ops[i].kind != OP_BIND && p->ops[i].kind != OP_OVERLAY)
 			continue;
 		int fd = reopen(p->ops[i].src_path, p->ops[i].src_fd);
+		if (fd >= 0 && p->ops[i].kind == OP_OVERLAY) {
+			upper_fd = open_state_dir(p->ws.upper);
+			work_fd = upper_fd < 0 ? upper_fd : open_state_dir(p->ws.work);
+			if (work_fd < 0) {
+				close(fd);
+				fd = work_fd;
+			}
+		}
 		if (fd < 0) {
 			*failed_op = (int) i;
 			return fd;
@@ -381,6 +402,107 @@ static int overlay_root(const nsbox_plan *p)
 	return fd < 0 ? -errno : fd;
 }
 
+/* A scratch tmpfs on the image's host path, beneath the new root: the image
+ * tree and root's idmapped workspace are attached in it, named to their
+ * overlays by fd, and it goes with the old root at pivot_root. -1 until
+ * then. */
+static int scratch_fd = -1;
+
+static int attach(int tree, int at)
+{
+	return sys_move_mount(tree, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* A directory `name` made in the scratch tmpfs; an O_PATH fd of it. */
+static int scratch_dir(const char *name)
+{
+	if (mkdirat(scratch_fd, name, 0700) < 0)
+		return -errno;
+	int fd = openat(scratch_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The new root as a read-only overlay whose one layer is the image: a bind
+ * mount's root shows in /proc/self/mountinfo (and statmount) as its path in
+ * its filesystem - the image store's path on the host - where an overlay's
+ * is "/" and its options name its layers as given, /proc/self/fd/N. (Two
+ * layers: an overlay without an upper layer needs them; the second is an
+ * empty directory.) Returns the overlay's root, attached on src over the
+ * scratch tmpfs, which holds the image tree; -errno when the kernel cannot
+ * (no overlayfs in a user namespace: before Linux 5.11), the scratch left
+ * where it is, beneath whatever the caller attaches on src next (the image
+ * tree itself, moved there from the scratch if it was in it). */
+static int image_overlay_root(int src, int tree)
+{
+	char lower[64], t[32], e[32];
+	int fs = sys_fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	int r = sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", "16k", 0) < 0 ||
+	        sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+	        sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ? -errno : 0;
+	int scratch = r < 0 ? r : sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	close(fs);
+	if (scratch < 0)
+		return r < 0 ? r : -errno;
+	if ((r = attach(scratch, src)) < 0) {
+		close(scratch);
+		return r;
+	}
+	scratch_fd = scratch;
+	int image = scratch_dir("image"), empty = scratch_dir("empty");
+	if (image < 0 || empty < 0 || (r = attach(tree, image)) < 0) {
+		r = image < 0 ? image : empty < 0 ? empty : r;
+		goto fail;
+	}
+	/* The image is the bottom layer: overlayfs reads no xattr of a
+	 * directory there (on a layer above, it reads user.overlay.opaque,
+	 * which needs read permission: a 0700 directory of an owner the
+	 * sandbox does not map could not even be looked up). The empty
+	 * layer above gives the root directory its attributes: the image
+	 * root's mode, and its owner where the sandbox maps it. */
+	struct stat rst;
+	if (fstat(tree, &rst) == 0) {
+		(void) fchownat(empty, "", rst.st_uid, rst.st_gid, AT_EMPTY_PATH);
+		(void) fchmodat(scratch_fd, "empty", rst.st_mode & 07777, 0);
+	}
+	const char *tp = fd_path(t, tree), *ep = fd_path(e, empty);
+	size_t a = strlen("lowerdir="), b = strlen(ep), c = strlen(tp);
+	memcpy(lower, "lowerdir=", a);
+	memcpy(lower + a, ep, b);
+	lower[a + b] = ':';
+	memcpy(lower + a + b + 1, tp, c + 1);
+	fs = sys_fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs < 0) {
+		r = -errno;
+		goto fail;
+	}
+	/* userxattr: a user namespace cannot read trusted.* (and what the
+	 * image's files say in user.overlay.* stays within its layers). */
+	r = sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lower + a, 0) < 0 ||
+	    sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+	    sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ? -errno : 0;
+	int root = r < 0 ? r : sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (root < 0 && r == 0)
+		r = -errno;
+	close(fs);
+	if (r == 0 && (r = attach(root, src)) < 0)
+		close(root);
+	if (r < 0)
+		goto fail;
+	close(image);
+	close(empty);
+	return root;
+fail:
+	if (image >= 0)
+		close(image);
+	if (empty >= 0)
+		close(empty);
+	close(scratch_fd);
+	scratch_fd = -1;
+	return r;
+}
+
 int mounts_build_root(const nsbox_plan *p, int idmapped, int *failed_op)
 {
 	*failed_op = -1;
@@ -404,8 +526,15 @@ int mounts_build_root(const nsbox_plan *p, int idmapped, int *failed_op)
 	int r = 0;
 	if (idmapped < 0 && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
 		r = -errno;
-	else if (sys_move_mount(tree, "", src, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		r = -errno;
+	int root = r < 0 || !p->overlay_root ? -1 : image_overlay_root(src, tree);
+	if (root >= 0) {
+		close(tree);
+		return root;
+	}
+	/* The image bound as it is (its host path shows in mountinfo), or
+	 * moved out of the scratch onto src. */
+	if (r == 0)
+		r = attach(tree, src);
 	if (r < 0) {
 		close(tree);
 		return r;
@@ -440,15 +569,42 @@ void mounts_set_workspace_fd(int fd)
 	workspace_fd = fd;
 }
 
-/* The workspace overlay on /workspace (*fd). Its lower layer is named by
- * an fd: root's idmapped clone, first attached on /workspace itself (where
- * the overlay then hides it), or the directory the parent checked,
- * reopened in our namespace. */
+/* dst: "KEY=/proc/self/fd/N," appended at *len; false when it would not fit. */
+static bool opt_fd(char *dst, size_t size, size_t *len, const char *key, int fd)
+{
+	char num[32];
+	const char *path = fd_path(num, fd);
+	size_t k = strlen(key), n = strlen(path);
+	if (*len + k + 1 + n + 2 > size)
+		return false;
+	memcpy(dst + *len, key, k);
+	dst[*len + k] = '=';
+	memcpy(dst + *len + k + 1, path, n);
+	dst[*len + k + 1 + n] = ',';
+	*len += k + n + 2;
+	dst[*len] = '\0';
+	return true;
+}
+
+/* The workspace overlay on /workspace (*fd). Its layers are named by fd, so
+ * that its options show no host path: the lower layer is root's idmapped
+ * clone (attached in the scratch beneath the root, or without one on
+ * /workspace itself, where the overlay then hides it) or the directory the
+ * parent checked, reopened in our namespace; the upper and work
+ * directories are nsbox's state, reopened likewise. */
 static int mount_overlay(const nsbox_plan *p, size_t i, int root, int *fd)
 {
 	const mount_op *op = &p->ops[i];
 	int lower = p->child_fds[i];
-	if (workspace_fd >= 0) {
+	if (workspace_fd >= 0 && scratch_fd >= 0) {
+		int at = scratch_dir("workspace");
+		int r = at < 0 ? at : attach(workspace_fd, at);
+		if (at >= 0)
+			close(at);
+		if (r < 0)
+			return r;
+		lower = workspace_fd;   /* now the attached mount's root */
+	} else if (workspace_fd >= 0) {
 		if (sys_move_mount(workspace_fd, "", *fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			return -errno;
 		close(*fd);
@@ -457,15 +613,13 @@ static int mount_overlay(const nsbox_plan *p, size_t i, int root, int *fd)
 			return *fd;
 		lower = *fd;
 	}
-	char opts[3 * PATH_MAX], num[32], target[32];
-	const char *fdp = fd_path(num, lower);
-	size_t a = strlen("lowerdir="), b = strlen(fdp), c = strlen(op->data);
-	if (a + b + 1 + c + 1 > sizeof(opts))
+	char opts[PATH_MAX], target[32];
+	size_t len = 0, c = strlen(op->data);
+	if (!opt_fd(opts, sizeof(opts), &len, "lowerdir", lower) ||
+	    !opt_fd(opts, sizeof(opts), &len, "upperdir", upper_fd) ||
+	    !opt_fd(opts, sizeof(opts), &len, "workdir", work_fd) || len + c + 1 > sizeof(opts))
 		return -ENAMETOOLONG;
-	memcpy(opts, "lowerdir=", a);
-	memcpy(opts + a, fdp, b);
-	opts[a + b] = ',';
-	memcpy(opts + a + b + 1, op->data, c + 1);
+	memcpy(opts + len, op->data, c + 1);
 	if (mount("overlay", fd_path(target, *fd), "overlay", ms_flags(op->flags), opts) < 0)
 		return -errno;
 	return 0;

@@ -252,6 +252,8 @@ static int start_interp(nsbox_context *c, nsbox_error **err)
 	}
 	nsbox_exec_options x = {
 		.version = NSBOX_EXEC_OPTIONS_VERSION,
+		/* Our own pipes, read while the interpreter lives. */
+		.flags = NSBOX_SPAWN_DIRECT_FDS,
 		.argv = py ? argv_py : argv_node,
 		.stdin_fd = -1,
 		.stdout_fd = o[1],

@@ -56,6 +56,9 @@ struct nsbox_config {
 	uint64_t output;      /* per-stream cap when capturing; 0: unlimited */
 	uint64_t nofile;      /* RLIMIT_NOFILE */
 	uint64_t fsize;       /* RLIMIT_FSIZE, bytes */
+	/* The sandbox user namespace's own kernel counts (its user.max_*):
+	 * inotify and fanotify, and each kind of namespace. */
+	uint64_t inotify_instances, inotify_watches, fanotify_groups, fanotify_marks, namespaces;
 	enum limits_fallback fallback;  /* without a usable cgroup: warn, rlimit (acknowledged), refuse */
 	char *cgroup_parent;  /* a delegated cgroup v2 directory, or NULL */
 	enum net_mode net;

@@ -50,6 +50,14 @@ int nsbox_config_new(nsbox_config **out, nsbox_error **err)
 	 * unless one is asked for. */
 	c->nofile = 0;
 	c->fsize = 0;
+	/* A small share of a user's default (128 inotify and fanotify groups,
+	 * some 100000 watches and marks): a sandbox exhausts its own, never
+	 * its owner's. A long-lived sandbox needs a pid namespace per exec. */
+	c->inotify_instances = 16;
+	c->inotify_watches = 16384;
+	c->fanotify_groups = 16;
+	c->fanotify_marks = 16384;
+	c->namespaces = 64;
 	c->workspace_max_size = 1ull << 30;
 	c->workspace_max_files = 500000;
 	c->files_max_size = 256ull << 20;
@@ -429,6 +437,7 @@ enum key_id {
 	K_WS_PATH, K_WS_MODE, K_WS_SESSION, K_WS_MAX_SIZE, K_WS_MAX_FILES, K_NET_LOOPBACK, K_NET_HELPER,
 	K_FILES_MAX_SIZE,
 	K_WS_TARGET, K_WS_GIT,
+	K_INOTIFY_INSTANCES, K_INOTIFY_WATCHES, K_FANOTIFY_GROUPS, K_FANOTIFY_MARKS, K_NAMESPACES,
 };
 
 static const struct key_def {
@@ -449,6 +458,11 @@ static const struct key_def {
 	{ "limits.output", K_OUTPUT, false, "a size such as 10k (0: unlimited)" },
 	{ "limits.nofile", K_NOFILE, false, "a number of open files from 16 to 1048576, or host (the caller's limits)" },
 	{ "limits.fsize", K_FSIZE, false, "a file size such as 1g, or unlimited (0)" },
+	{ "limits.inotify_instances", K_INOTIFY_INSTANCES, false, "a whole number from 0 to 2147483647" },
+	{ "limits.inotify_watches", K_INOTIFY_WATCHES, false, "a whole number from 0 to 2147483647" },
+	{ "limits.fanotify_groups", K_FANOTIFY_GROUPS, false, "a whole number from 0 to 2147483647" },
+	{ "limits.fanotify_marks", K_FANOTIFY_MARKS, false, "a whole number from 0 to 2147483647" },
+	{ "limits.namespaces", K_NAMESPACES, false, "a whole number from 0 to 2147483647" },
 	{ "limits.fallback", K_FALLBACK, false, "one of warn, rlimit, refuse" },
 	{ "limits.require_cgroup", K_REQUIRE_CGROUP, false, "true or false" },
 	{ "limits.cgroup_parent", K_CGROUP_PARENT, false, "an absolute cgroup v2 directory" },
@@ -563,6 +577,16 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 		if (!strcmp(v, "unlimited"))
 			v = "0";
 		return parse_size(v, &c->fsize) < 0 ? -EINVAL : 0;
+	case K_INOTIFY_INSTANCES:
+		return parse_uint(v, 0, INT32_MAX, &c->inotify_instances) < 0 ? -EINVAL : 0;
+	case K_INOTIFY_WATCHES:
+		return parse_uint(v, 0, INT32_MAX, &c->inotify_watches) < 0 ? -EINVAL : 0;
+	case K_FANOTIFY_GROUPS:
+		return parse_uint(v, 0, INT32_MAX, &c->fanotify_groups) < 0 ? -EINVAL : 0;
+	case K_FANOTIFY_MARKS:
+		return parse_uint(v, 0, INT32_MAX, &c->fanotify_marks) < 0 ? -EINVAL : 0;
+	case K_NAMESPACES:
+		return parse_uint(v, 0, INT32_MAX, &c->namespaces) < 0 ? -EINVAL : 0;
 	case K_WS_PATH:
 		return set_workspace(c, v, origin, err);
 	case K_WS_TARGET:

@@ -64,6 +64,11 @@ int nsbox_config_to_yaml(const nsbox_config *c, char **out, nsbox_error **err)
 		buf_puts(&b, "  nofile: host\n");
 	format_size(c->fsize, tmp, sizeof(tmp));
 	buf_printf(&b, "  fsize: %s\n", c->fsize ? tmp : "unlimited");
+	buf_printf(&b, "  inotify_instances: %llu\n", (unsigned long long) c->inotify_instances);
+	buf_printf(&b, "  inotify_watches: %llu\n", (unsigned long long) c->inotify_watches);
+	buf_printf(&b, "  fanotify_groups: %llu\n", (unsigned long long) c->fanotify_groups);
+	buf_printf(&b, "  fanotify_marks: %llu\n", (unsigned long long) c->fanotify_marks);
+	buf_printf(&b, "  namespaces: %llu\n", (unsigned long long) c->namespaces);
 	buf_printf(&b, "  fallback: %s\n", config_fallbacks[c->fallback]);
 	if (c->cgroup_parent)
 		kv(&b, "  ", "cgroup_parent", c->cgroup_parent);

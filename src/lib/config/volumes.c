@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/syscalls.h"
 #include "config/volumes.h"
+#include "workspace/workspace.h"
 
 char *path_expand_home(const char *path, const char *home)
 {
@@ -80,6 +81,17 @@ int volume_open(const nsbox_config *cfg, const char *source, const char *home, c
 			                 real, how, entry);
 		}
 	}
+	/* nsbox's own state (the control sockets of started sandboxes, whose
+	 * monitors take commands from the caller; sessions; runs' upper
+	 * layers) is never a volume, whatever the policy's list says. */
+	_cleanup_free_ char *state = ws_state_dir();
+	_cleanup_free_ char *state_rule = state ? canonical_rule(state, home) : NULL;
+	if (state_rule && path_forbidden_by(real, state_rule))
+		return nsbox_err(err, EACCES, "volume",
+		                 "refuse volume source '%s': it %s nsbox's own state directory '%s' (the control sockets "
+		                 "of started sandboxes, their snapshots, sessions' layers)", real,
+		                 !strcmp(real, state_rule) ? "is" : below(real, state_rule) ? "is inside" : "contains",
+		                 state_rule);
 	if (cfg->allowed_roots.n) {
 		bool ok = false;
 		for (size_t i = 0; !ok && i < cfg->allowed_roots.n; i++) {

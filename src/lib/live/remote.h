@@ -11,10 +11,6 @@
 
 #include "nsbox.h"
 
-#ifndef NSBOX_SPAWN_TTY
-#define NSBOX_SPAWN_TTY (1u << 4)
-#endif
-
 typedef struct live_remote {
 	char name[64];
 	char id[33];

@@ -94,9 +94,40 @@ static int plan_rlimit_mode(nsbox_plan *p, const nsbox_config *cfg, nsbox_error 
 	return 0;
 }
 
+static void add_user_max(nsbox_plan *p, const char *name, uint64_t value)
+{
+	if (p->n_user_max < sizeof(p->user_max) / sizeof(p->user_max[0])) {
+		p->user_max[p->n_user_max].name = name;
+		snprintf(p->user_max[p->n_user_max].value, sizeof(p->user_max[0].value), "%llu\n",
+		         (unsigned long long) value);
+		p->n_user_max++;
+	}
+}
+
+/* The kernel charges what a user namespace's processes hold (inotify and
+ * fanotify groups, watches and marks, namespaces) to the namespace's uid in
+ * it and to its owner in every namespace above, up to the host: without a
+ * bound of the sandbox's own, one payload takes all its owner has (the
+ * caller's; root's sandboxes are owned by their range's uid, see
+ * sandbox/owner.c). Each value is the namespace's own limit per uid. */
+static void plan_user_max(nsbox_plan *p, const nsbox_config *cfg)
+{
+	static const char *const ns_kinds[] = {
+		"max_user_namespaces", "max_mnt_namespaces", "max_pid_namespaces", "max_net_namespaces",
+		"max_ipc_namespaces", "max_uts_namespaces", "max_cgroup_namespaces", "max_time_namespaces",
+	};
+	add_user_max(p, "max_inotify_instances", cfg->inotify_instances);
+	add_user_max(p, "max_inotify_watches", cfg->inotify_watches);
+	add_user_max(p, "max_fanotify_groups", cfg->fanotify_groups);
+	add_user_max(p, "max_fanotify_marks", cfg->fanotify_marks);
+	for (size_t i = 0; i < sizeof(ns_kinds) / sizeof(ns_kinds[0]); i++)
+		add_user_max(p, ns_kinds[i], cfg->namespaces);
+}
+
 int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 {
 	p->limits = (cg_limits){ .memory = cfg->memory, .cpus = cfg->cpus, .pids = cfg->pids };
+	plan_user_max(p, cfg);
 	cgroup_probe(cfg->cgroup_parent, &p->cg_host);
 	/* Open files: what was asked, else the caller's own limits, which the
 	 * payload inherits (limits.nofile: host). */

@@ -49,6 +49,8 @@ static const char *const step_names[STEP__MAX] = {
 	[STEP_CGROUP] = "join the run's cgroup",
 	[STEP_SECCOMP] = "install the seccomp filter",
 	[STEP_WORKSPACE] = "attach the idmapped workspace",
+	[STEP_UCOUNTS] = "limit the sandbox's kernel counts (/proc/sys/user)",
+	[STEP_TTY] = "make the terminal the controlling one",
 };
 
 const char *plan_step_name(enum step s)
@@ -563,6 +565,7 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err)
 	r = r ?: plan_rootfs(p, cfg, err);
 	if (r == 0)
 		ihome = image_home(p->rootfs_fd, cfg->uid);
+	p->overlay_root = !getenv("NSBOX_TEST_NO_OVERLAY_ROOT");
 	r = r ?: idmap_plan(p, cfg, err);
 	if (r == 0 && cfg->net == NET_USER)
 		r = netuser_prepare(&p->netuser, cfg, p->rootless, err);

@@ -23,7 +23,8 @@ enum step {
 	STEP_SYNC = 1, STEP_SETUP_IDS, STEP_MOUNT_PRIVATE, STEP_ROOT, STEP_MOUNT_OP,
 	STEP_PIVOT_ROOT, STEP_HOSTNAME, STEP_LOOPBACK, STEP_FORK, STEP_STDIO, STEP_SETSID,
 	STEP_CAPS, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_NO_NEW_PRIVS, STEP_CHDIR,
-	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP_SECCOMP, STEP_WORKSPACE, STEP_PROXY, STEP__MAX
+	STEP_CLOSE_FDS, STEP_EXEC, STEP_SIGNALS, STEP_RLIMITS, STEP_AFFINITY, STEP_CGROUP, STEP_SECCOMP, STEP_WORKSPACE, STEP_PROXY,
+	STEP_UCOUNTS, STEP_TTY, STEP__MAX
 };
 
 /* One mount operation, relative to the new root (bubblewrap's setup ops). */
@@ -89,6 +90,10 @@ typedef struct nsbox_plan {
 	mount_op *ops;
 	size_t n_ops;
 	int devnull_fd;            /* O_PATH, for masks */
+	/* the root an overlay of the image (child/mounts.c: nothing in
+	 * mountinfo names the image store); NSBOX_TEST_NO_OVERLAY_ROOT=1 tries
+	 * the fallback, the image bound as it is */
+	bool overlay_root;
 	int *child_fds;            /* scratch for the child: n_ops + 2 slots */
 
 	/* process */
@@ -107,6 +112,7 @@ typedef struct nsbox_plan {
 	int started_fd;
 	bool pass_fd3;             /* an exec's payload keeps fd 3 open across execve */
 	bool file_op;              /* an exec of the files API: argv is run by fileop_run() */
+	bool tty;                  /* stdin is the sandbox's own terminal: the payload's controlling one */
 	uint64_t clone_flags;
 	bool net_none;             /* own network namespace, loopback only */
 	bool net_user;             /* own network namespace, a helper's NAT */
@@ -126,6 +132,12 @@ typedef struct nsbox_plan {
 	/* soft: only the soft limit is set (the hard one is the caller's) */
 	struct { int resource; uint64_t value; bool soft; } rlimits[8];
 	size_t n_rlimits;
+	/* The sandbox user namespace's own counts, /proc/sys/user/NAME = value,
+	 * written by the child before anything of the payload's runs
+	 * (child/ucounts.c): what the kernel charges to the namespace's owner
+	 * on the host (inotify, fanotify, namespaces) stays a share of it. */
+	struct { const char *name; char value[24]; } user_max[12];
+	size_t n_user_max;
 	bool pin_cpus;              /* rlimit mode: pin the payload to cpu_mask */
 	cpu_set_t cpu_mask;
 	int cpu_count;
@@ -180,6 +192,9 @@ int net_loopback_up(const nsbox_plan *p);                  /* net.c */
 int net_build_loopback_msg(nsbox_plan *p);                 /* net.c (parent) */
 int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err);  /* limits.c */
 int limits_apply(const nsbox_plan *p, enum step *failed);  /* limits.c (child) */
+/* Write the user namespace's counts (the plan's user_max); the index of
+ * the one that failed in *failed. Run with CAP_SYS_RESOURCE in it. */
+int ucounts_apply(const nsbox_plan *p, int *failed);       /* ucounts.c (child) */
 /* The first `want` CPUs of `allowed` from `here` on (wrapping round) into
  * *out; how many. */
 int limits_pick_cpus(const cpu_set_t *allowed, int here, int want, cpu_set_t *out);  /* limits.c */

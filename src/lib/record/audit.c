@@ -4,6 +4,7 @@
  * the code or the output: a digest stands for the code. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,42 +13,38 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/cleanup.h"
 #include "config/conf.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "sandbox/sandbox.h"
 #include "base/sha256.h"
+#include "base/syscalls.h"
+#include "record/caller_file.h"
 
 /* A line longer than this is rendered again without the command and the
  * network lists: one write(2) of a bounded size per run. */
 #define AUDIT_LINE_MAX (64 * 1024)
 
+int nsbox_output_open(const char *path, int *fd, nsbox_error **err)
+{
+	if (!path || !*path || !fd)
+		return nsbox_err(err, EINVAL, "output", "open output file: missing argument");
+	int f = caller_file_open(path, O_TRUNC | CALLER_FILE_DEVICE, "output", "file", err);
+	if (f < 0)
+		return f;
+	*fd = f;
+	return 0;
+}
+
 int nsbox_audit_open(const char *path, int *fd, nsbox_error **err)
 {
 	if (!path || !*path || !fd)
 		return nsbox_err(err, EINVAL, "audit", "open audit log: missing argument");
-	/* O_NOFOLLOW: a symlink planted where the log goes is refused, not
-	 * followed to a file of someone else's choosing. O_NONBLOCK: a FIFO
-	 * there must not hang the open; it is refused below. */
-	int f = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	/* O_APPEND: one write(2) per line, never interleaved. */
+	int f = caller_file_open(path, O_APPEND, "audit", "audit log", err);
 	if (f < 0)
-		return nsbox_err(err, errno, "audit", "open audit log '%s'", path);
-	struct stat st;
-	if (fstat(f, &st) < 0) {
-		int e = errno;
-		close(f);
-		return nsbox_err(err, e, "audit", "open audit log '%s'", path);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(f);
-		return nsbox_err(err, EINVAL, "audit", "open audit log '%s': not a regular file", path);
-	}
-	int fl = fcntl(f, F_GETFL);
-	if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		int e = errno;
-		close(f);
-		return nsbox_err(err, e, "audit", "open audit log '%s'", path);
-	}
+		return f;
 	*fd = f;
 	return 0;
 }

@@ -73,6 +73,8 @@ int step_error(const nsbox_plan *p, const msg *m, nsbox_error **err)
 		snprintf(detail, sizeof(detail), " '%s'", p->argv[0]);
 	else if (m->step == STEP_HOSTNAME)
 		snprintf(detail, sizeof(detail), " '%s'", p->hostname);
+	else if (m->step == STEP_UCOUNTS && m->index >= 0 && (size_t) m->index < p->n_user_max)
+		snprintf(detail, sizeof(detail), ": write '/proc/sys/user/%s'", p->user_max[m->index].name);
 	static const char *const step_ids[STEP__MAX] = {
 		[STEP_ROOT] = "rootfs", [STEP_MOUNT_OP] = "mount", [STEP_PIVOT_ROOT] = "pivot_root",
 		[STEP_EXEC] = "exec", [STEP_CHDIR] = "chdir", [STEP_LOOPBACK] = "network",

@@ -126,6 +126,11 @@ static void limits(buf *b, const nsbox_config *c, const char *enforced_by)
 	 * size limit; open files unlimited or not known before a start). */
 	buf_printf(b, c->nofile ? "\"nofile\":%llu," : "\"nofile\":null,", (unsigned long long) c->nofile);
 	buf_printf(b, c->fsize ? "\"fsize_bytes\":%llu," : "\"fsize_bytes\":null,", (unsigned long long) c->fsize);
+	buf_printf(b, "\"inotify_instances\":%llu,\"inotify_watches\":%llu,\"fanotify_groups\":%llu,"
+	              "\"fanotify_marks\":%llu,\"namespaces\":%llu,",
+	           (unsigned long long) c->inotify_instances, (unsigned long long) c->inotify_watches,
+	           (unsigned long long) c->fanotify_groups, (unsigned long long) c->fanotify_marks,
+	           (unsigned long long) c->namespaces);
 	buf_puts(b, "\"enforced_by\":");
 	json_cstr(b, enforced_by ? enforced_by : "none");
 	buf_puts(b, "}");

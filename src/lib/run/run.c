@@ -197,8 +197,11 @@ static int check_options(const nsbox_run_options *o, nsbox_error **err)
 	int targets = !!o->config + !!o->sandbox + !!o->context + !!o->pool;
 	if (targets != 1)
 		return nsbox_err_invalid(err, "run", "run: give exactly one of config, sandbox, context and pool");
-	if (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD | NSBOX_RUN_UNDUMPABLE))
+	if (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD | NSBOX_RUN_UNDUMPABLE | NSBOX_SPAWN_TTY))
 		return nsbox_err(err, EINVAL, "run", "run: unknown flags");
+	if ((o->flags & NSBOX_SPAWN_TTY) && ((o->flags & NSBOX_SPAWN_CAPTURE) || o->context || o->pool))
+		return nsbox_err_invalid(err, "run", "run: a terminal (NSBOX_SPAWN_TTY) is for a command whose output "
+		                         "is not captured, fresh or in a long-lived sandbox");
 	if (o->lang && !code_lang_find(o->lang))
 		return nsbox_err_invalid(err, "code", "run code: unknown language '%s' (%s)", o->lang, code_lang_names());
 	if (o->lang && o->argv)
@@ -336,7 +339,7 @@ static int start_fresh(run *r, const nsbox_config *cfg, nsbox_sandbox **sb, nsbo
 	const nsbox_run_options *o = r->o;
 	nsbox_spawn_options so = {
 		.version = NSBOX_SPAWN_OPTIONS_VERSION,
-		.flags = o->flags & NSBOX_SPAWN_CAPTURE,
+		.flags = o->flags & (NSBOX_SPAWN_CAPTURE | NSBOX_SPAWN_TTY),
 		.config = cfg,
 		.stdin_fd = o->stdin_fd,
 		.stdout_fd = o->stdout_fd,
@@ -368,7 +371,7 @@ static int start_exec(run *r, nsbox_sandbox **sb, nsbox_error **err)
 	}
 	nsbox_exec_options xo = {
 		.version = NSBOX_EXEC_OPTIONS_VERSION,
-		.flags = o->flags & (NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD),
+		.flags = o->flags & (NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD | NSBOX_SPAWN_TTY),
 		.argv = r->lang ? argv_code : o->argv,
 		.envp = o->envp,
 		.workdir = o->workdir,

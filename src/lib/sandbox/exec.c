@@ -18,6 +18,7 @@
 #include "config/conf.h"
 #include "base/error.h"
 #include "live/remote.h"
+#include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
 #include "base/strv.h"
 #include "base/syscalls.h"
@@ -186,7 +187,10 @@ int sandbox_exec_file(nsbox_sandbox *sb, const char *const *argv, int stdin_fd, 
 	int null = stdout_fd < 0 ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
 	if (stdout_fd < 0 && null < 0)
 		return nsbox_err(err, errno, "files", "open '/dev/null'");
-	nsbox_exec_options o = { .version = NSBOX_EXEC_OPTIONS_VERSION, .argv = argv, .stdin_fd = stdin_fd,
+	/* The channel is ours, read while the operation runs, nobody waiting:
+	 * handed in as it is (a socket, never a terminal). */
+	nsbox_exec_options o = { .version = NSBOX_EXEC_OPTIONS_VERSION, .flags = NSBOX_SPAWN_DIRECT_FDS,
+	                         .argv = argv, .stdin_fd = stdin_fd,
 	                         .stdout_fd = stdout_fd >= 0 ? stdout_fd : null,
 	                         .stderr_fd = stdout_fd >= 0 ? stdout_fd : null, .fd3 = -1, .signal_fd = -1 };
 	int r = exec_start(sb, &o, EXEC_FILE, out, err);
@@ -199,7 +203,9 @@ static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t r
                       nsbox_error **err)
 {
 	if (!sb || !o || !out || o->version != NSBOX_EXEC_OPTIONS_VERSION || !o->argv || !o->argv[0] ||
-	    (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD)) || (o->workdir && o->workdir[0] != '/') ||
+	    (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD | NSBOX_SPAWN_TTY | NSBOX_SPAWN_DIRECT_FDS)) ||
+	    ((o->flags & NSBOX_SPAWN_TTY) && (o->flags & (NSBOX_SPAWN_CAPTURE | NSBOX_SPAWN_DIRECT_FDS))) ||
+	    (o->workdir && o->workdir[0] != '/') ||
 	    ((o->flags & NSBOX_EXEC_ENV_ADD) && !env_entries_ok(o->envp)))
 		return nsbox_err(err, EINVAL, "exec", "run in sandbox: invalid options");
 	if (!sb->plan || !sb->plan->keep || sb->exec_of)
@@ -263,9 +269,9 @@ static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t r
 	own->cfg->timeout_ms = plan->timeout_ms;   /* the record's limits: this exec's */
 	r = nsbox_config_set_command(own->cfg, (int) own->argv.n, (const char *const *) own->argv.v, err);
 	uint32_t flags = (own->workdir ? EXEC_WORKDIR : 0) | (own->env ? EXEC_ENV : 0) | (o->fd3 >= 0 ? EXEC_FD3 : 0) |
-	                 req_flags;
+	                 req_flags | ((o->flags & NSBOX_SPAWN_TTY) ? EXEC_TTY : 0);
 	r = r ?: build_request(own, flags, &req, &req_len, err);
-	r = r ?: spawn_open_streams(e, o->stdin_fd, o->stdout_fd, o->stderr_fd, stdio, close_after, err);
+	r = r ?: spawn_open_streams(e, o->stdin_fd, o->stdout_fd, o->stderr_fd, o->flags, stdio, close_after, err);
 	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		r = nsbox_err(err, errno, "exec", "create socketpair");
 	if (r < 0)
@@ -370,6 +376,7 @@ void exec_release(nsbox_sandbox *e)
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	relay_free(e->relay);
 	for (int i = 0; i < 2; i++)
 		capture_free(&e->streams[i]);
 	for (size_t i = 0; i < e->n_denied; i++)

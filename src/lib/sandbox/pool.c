@@ -132,7 +132,8 @@ static int spawn_one(const nsbox_config *cfg, warm *w, nsbox_error **err)
 	(void) shutdown(sv[0], SHUT_WR);   /* the payload only reads */
 	nsbox_spawn_options o = {
 		.version = NSBOX_SPAWN_OPTIONS_VERSION,
-		.flags = NSBOX_SPAWN_CAPTURE,
+		/* The channel is the pool's own, written while nobody waits. */
+		.flags = NSBOX_SPAWN_CAPTURE | NSBOX_SPAWN_DIRECT_FDS,
 		.config = cfg,
 		.stdin_fd = sv[0],
 		.stdout_fd = -1,

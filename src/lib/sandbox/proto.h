@@ -37,9 +37,12 @@ typedef struct msg {
  * message: this header, then `len` bytes of NUL-terminated strings (the
  * working directory if EXEC_WORKDIR, argv, then the environment if
  * EXEC_ENV). SCM_RIGHTS carries the exec's own socket, its stdin, stdout
- * and stderr, and with EXEC_FD3 the fd it gets as fd 3. */
+ * and stderr (the library's own: relay.c), and with EXEC_FD3 the fd it gets
+ * as fd 3. EXEC_TTY: stdin is a terminal the command makes its controlling
+ * one. */
 enum { EXEC_WORKDIR = 1, EXEC_ENV = 2, EXEC_FD3 = 4,
-       EXEC_FILE = 8 };   /* argv is a file operation (child/fileop.c), run instead of execve */
+       EXEC_FILE = 8,    /* argv is a file operation (child/fileop.c), run instead of execve */
+       EXEC_TTY = 16 };
 #define EXEC_REQ_MAX (128 * 1024)
 #define EXEC_ARGS_MAX 4096
 typedef struct exec_req {

@@ -22,6 +22,8 @@ typedef struct denied_call {
 	int errnum;           /* what the filter answered */
 } denied_call;
 
+struct relay;
+
 struct nsbox_sandbox {
 	/* A started sandbox seen from another process (live/remote.h): every
 	 * other field is unused, and each operation is a request to its
@@ -35,6 +37,7 @@ struct nsbox_sandbox {
 	int signal_fd;        /* the caller's, not owned */
 	bool capture;
 	capture streams[2];
+	struct relay *relay;  /* the streams relayed to the caller's fds (relay.c), or NULL */
 	/* the caller's output callback (spawn options version 2), or NULL */
 	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
 	void *output_userdata;
@@ -156,9 +159,16 @@ struct nsbox_result {
 	char *preloaded_json;
 };
 
-/* spawn.c: the command's streams (capture pipes when sb->capture). */
-int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stderr_fd, int child_stdio[3],
-                       int close_after[4], nsbox_error **err);
+/* owner.c: the calling thread takes the euid that will own root's sandbox
+ * user namespace (its range's first id) for the length of the clone;
+ * nothing to do rootless. */
+typedef struct owner_saved {
+	bool active, kept_caps;
+	int dumpable, securebits;
+} owner_saved;
+int owner_become(const nsbox_plan *p, owner_saved *s);
+void owner_restore(owner_saved *s);
+
 /* exec.c: a long-lived sandbox's configuration (its audit.* and code.*
  * govern its execs and cells), or NULL for any other handle. */
 const nsbox_config *sandbox_config(const nsbox_sandbox *sb);

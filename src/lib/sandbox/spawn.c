@@ -23,6 +23,7 @@
 #include "plan/idmap.h"
 #include "sandbox/janitor.h"
 #include "live/remote.h"
+#include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
 #include "base/syscalls.h"
 
@@ -82,32 +83,6 @@ static int setup_cgroup(nsbox_sandbox *sb, nsbox_error **err)
 	return r < 0 ? nsbox_err_prefix(err, r, "set up resource limits") : 0;
 }
 
-int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stderr_fd, int child_stdio[3],
-                       int close_after[4], nsbox_error **err)
-{
-	if (stdin_fd >= 0) {
-		child_stdio[0] = stdin_fd;
-	} else {
-		close_after[0] = child_stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (child_stdio[0] < 0)
-			return nsbox_err(err, errno, "spawn", "open '/dev/null'");
-	}
-	for (int i = 0; i < 2; i++) {
-		int fallback = i + 1, given = i ? stderr_fd : stdout_fd;
-		if (!sb->capture) {
-			child_stdio[i + 1] = given >= 0 ? given : fallback;
-			continue;
-		}
-		int p[2];
-		if (pipe2(p, O_CLOEXEC) < 0)
-			return nsbox_err(err, errno, "spawn", "create output pipe");
-		sb->out_fd[i] = p[0];
-		close_after[i + 1] = child_stdio[i + 1] = p[1];
-		capture_init(&sb->streams[i], sb->plan->output_cap);
-	}
-	return 0;
-}
-
 static void close_fds(int *fds, size_t n);
 
 static int open_tasks_files(const cgroup *cg, int fds[CG_N], nsbox_error **err)
@@ -144,7 +119,8 @@ static void close_fds(int *fds, size_t n)
 int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error **err)
 {
 	if (!o || !out || !o->config || o->version < 1 || o->version > NSBOX_SPAWN_OPTIONS_VERSION ||
-	    (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_SPAWN_KEEP)))
+	    (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_SPAWN_KEEP | NSBOX_SPAWN_TTY | NSBOX_SPAWN_DIRECT_FDS)) ||
+	    ((o->flags & NSBOX_SPAWN_TTY) && (o->flags & (NSBOX_SPAWN_CAPTURE | NSBOX_SPAWN_KEEP | NSBOX_SPAWN_DIRECT_FDS))))
 		return nsbox_err(err, EINVAL, "spawn", "start sandbox: invalid options");
 	nsbox_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
@@ -171,6 +147,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	if (r == 0) {
 		sb->plan->trace = sb->trace;
 		sb->plan->keep = o->flags & NSBOX_SPAWN_KEEP;
+		sb->plan->tty = o->flags & NSBOX_SPAWN_TTY;
 		trace_mark(sb->trace, TR_PLAN);
 		if (sb->plan->keep && sb->plan->proxy)
 			r = nsbox_err_hint(err, EOPNOTSUPP, "config", "use network.mode user, or nsbox run",
@@ -178,7 +155,7 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	}
 	r = r ?: setup_cgroup(sb, err);
 	trace_mark(sb->trace, TR_CGROUP);
-	r = r ?: spawn_open_streams(sb, o->stdin_fd, o->stdout_fd, o->stderr_fd, child_stdio, close_after, err);
+	r = r ?: spawn_open_streams(sb, o->stdin_fd, o->stdout_fd, o->stderr_fd, o->flags, child_stdio, close_after, err);
 	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		r = nsbox_err(err, errno, "spawn", "create socketpair");
 	if (r < 0)
@@ -211,12 +188,25 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	if (undumpable)
 		(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	coverage_sandbox_prepare(sb->plan);
+	/* Root's sandbox: its user namespace is owned by its range, not root. */
+	owner_saved owner;
+	r = owner_become(sb->plan, &owner);
+	if (r < 0) {
+		coverage_sandbox_end();
+		close_fds(args.cg_tasks_fd, CG_N);
+		(void) nsbox_err(err, -r, "namespaces", "create namespaces: take the sandbox range's uid %u",
+		                 (unsigned) sb->plan->host_setup_uid);
+		goto fail;
+	}
 	pid_t pid = clone_sandbox(flags, sb->cg && sb->cg->driver == CG_V2 ? sb->cg->dirfd : -1,
 	                          &sb->pidfd, &in_cgroup);
 	if (pid == 0) {
 		(void) close(sv[0]);
 		child_main(&args);
 	}
+	int clone_errno = errno;
+	owner_restore(&owner);
+	errno = clone_errno;
 	trace_mark(sb->trace, TR_CLONE);
 	coverage_sandbox_end();
 	close_fds(args.cg_tasks_fd, CG_N);
@@ -379,6 +369,14 @@ int nsbox_sandbox_kill(nsbox_sandbox *sb, int sig)
 	if (sig == SIGKILL && __atomic_load_n(&owner->paused, __ATOMIC_ACQUIRE) && owner->cg &&
 	    cgroup_freeze(owner->cg, false, NULL) == 0)
 		__atomic_store_n(&owner->paused, false, __ATOMIC_RELEASE);
+	/* The caller's window changed: its size to the sandbox's terminal
+	 * (NSBOX_SPAWN_TTY), whose foreground process group the kernel tells.
+	 * Without one, pid 1 ignores it as before. */
+	if (sig == SIGWINCH) {
+		int w = relay_winch(sb->relay);
+		if (w != -ENOTTY)
+			return w;
+	}
 	/* SIGKILL goes to pid 1, which takes the whole pid namespace with it;
 	 * other signals go to pid 1's handler, which forwards them. */
 	return sys_pidfd_send_signal(sb->pidfd, sig) < 0 ? -errno : 0;
@@ -415,6 +413,7 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 	proxy_log_free(&sb->net_denied);
 	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->notify_fd };
 	close_fds(fds, ARRAY_SIZE(fds));
+	relay_free(sb->relay);
 	for (int i = 0; i < 2; i++)
 		capture_free(&sb->streams[i]);
 	plan_free(sb->plan);

@@ -19,13 +19,15 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/stats.h"
 #include "base/syscalls.h"
 
 #define GRACE_MS 5000
 
-enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS, EV_NOTIFY, EV_PROXY, EV_WORKSPACE };
+enum { EV_PIDFD, EV_SYNC, EV_OUT, EV_ERR, EV_TIMEOUT, EV_SIGNAL, EV_GRACE, EV_STATS, EV_NOTIFY, EV_PROXY, EV_WORKSPACE,
+       EV_RELAY /* and up: relay.c's */ };
 
 static int arm_timer(int *fd, uint64_t ms, bool repeat)
 {
@@ -155,6 +157,10 @@ static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
 {
 	struct signalfd_siginfo ssi;
 	while (read(sb->signal_fd, &ssi, sizeof(ssi)) == (ssize_t) sizeof(ssi)) {
+		if (ssi.ssi_signo == SIGWINCH) {   /* the caller's window, for -t */
+			(void) relay_winch(sb->relay);
+			continue;
+		}
 		if (*grace_fd >= 0) {
 			/* A second signal: stop waiting. */
 			sb->killed = true;
@@ -251,6 +257,9 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 					(void) sys_pidfd_send_signal(sb->pidfd, SIGKILL);
 				}
 				break;
+			default:
+				relay_event(sb->relay, ep, evs[i].data.u64 - EV_RELAY);
+				break;
 			}
 		}
 	}
@@ -296,16 +305,18 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 			(void) fcntl(sb->out_fd[i], F_SETFL, O_NONBLOCK);
 			r = watch(ep, sb->out_fd[i], EV_OUT + (uint64_t) i);
 		}
-	if (r < 0)
-		return nsbox_err(err, -r, "supervise", "watch the sandbox");
-	r = loop(sb, ep, err);
-	if (r < 0)
+	r = r ?: relay_watch(sb->relay, ep, EV_RELAY);
+	r = r < 0 ? nsbox_err(err, -r, "supervise", "watch the sandbox") : loop(sb, ep, err);
+	if (r < 0) {
+		relay_finish(sb->relay, true);
 		return r;
+	}
 	/* Everything in the namespace is dead: collect what is left. */
 	read_messages(sb, MSG_DONTWAIT, -1);
 	for (int i = 0; i < 2; i++)
 		if (sb->out_fd[i] >= 0)
 			pump(sb, i, -1);
+	relay_finish(sb->relay, sb->timed_out || sb->killed || sb->ws_limit_hit);
 	if (sb->exec_of)
 		return exec_result(sb, out, err);
 	if (sb->cg) {

@@ -60,13 +60,6 @@ int ws_session_lock(const char *dir)
 	return fd;
 }
 
-/* Overlay options separate with ',' and layers with ':'; a path with
- * either (or a backslash) cannot be passed safely. */
-static bool option_safe(const char *p)
-{
-	return !strpbrk(p, ",:\\\n");
-}
-
 /* An existing session must be of this workspace. */
 static int session_meta(ws_plan *w, nsbox_error **err)
 {
@@ -275,13 +268,10 @@ static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
 	if (geteuid() == 0 && (chown(w->upper, w->user_uid, w->user_gid) < 0 || chown(w->work, uid, gid) < 0))
 		return nsbox_err(err, errno, "workspace", "hand the upper layer '%s' to the sandbox", w->upper);
 	(void) chmod(w->upper, st.st_mode & 07777);
-	if (!option_safe(w->upper))
-		return nsbox_err_invalid(err, "workspace",
-		                         "keep workspace state in '%s': overlayfs cannot take paths with ',', ':' or '\\\\'",
-		                         w->dir);
-	/* The child prepends "lowerdir=/proc/self/fd/N," (an fd of exactly the
-	 * directory checked, so no host path is walked again). */
-	if (asprintf(&w->opts, "upperdir=%s,workdir=%s,userxattr", w->upper, w->work) < 0)
+	/* The child adds the layers as /proc/self/fd/N (child/mounts.c): an
+	 * fd of exactly the directory checked, no host path walked again or
+	 * shown in the sandbox's mountinfo. */
+	if (!(w->opts = strdup("userxattr")))
 		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
 	return 0;
 }
