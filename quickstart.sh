@@ -4,7 +4,8 @@
 # into /usr/local: the nsbox command, libnsbox, and the Python package for the
 # system's python3; it runs ldconfig), build the default image (Python 3 with
 # numpy, pandas, requests, httpx and matplotlib, Node.js, npm, git; as root,
-# with debootstrap; kept if it exists), and run a Python snippet that imports
+# with debootstrap; kept if it exists and was built from the current recipe,
+# built again if an older nsbox built it), and run a Python snippet that imports
 # that stack in the default sandbox with the installed nsbox. Run it from the source tree;
 # it uses sudo for the steps that need root when you are not root.
 set -eu
@@ -34,8 +35,8 @@ $SUDO make install >/dev/null
 hash -r
 $SUDO nsbox image build
 nsbox run-code --lang python -c 'import pandas, numpy, requests, httpx, matplotlib' || {
-	echo "quickstart: the default image lacks the data stack: it was built by an older nsbox;" \
-		"rebuild it with 'sudo nsbox image build --rebuild'" >&2
+	echo "quickstart: the default image lacks the data stack; rebuild it with" \
+		"'sudo nsbox image build --rebuild' (its build log is named above)" >&2
 	exit 1
 }
 nsbox run-code --lang python -c 'print(42)'

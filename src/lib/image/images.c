@@ -247,6 +247,24 @@ static const char *recipe_contents(const char *recipe)
 	return NULL;
 }
 
+static int read_meta(const char *dir, nsbox_image_info *info);
+
+/* Whether image NAME was built from a recipe, by debootstrap, but not from
+ * this recipe as it is now (an older nsbox's recipe had fewer packages, or
+ * another recipe): then building it again is what was asked. An image
+ * imported or built from a spec under that name is the user's: kept. */
+static bool recipe_changed(const char *store, const char *name, const char *recipe, const char *contents)
+{
+	char dir[PATH_MAX], want[512];
+	snprintf(dir, sizeof(dir), "%.2000s/%.255s", store, name);
+	snprintf(want, sizeof(want), "(recipe %s: %s)", recipe, contents);
+	nsbox_image_info info = { 0 };
+	bool changed = read_meta(dir, &info) == 0 && info.source && !strncmp(info.source, "debootstrap ", 12) &&
+	               !strstr(info.source, want);
+	free(info.created), free(info.source), free(info.stripped), free(info.digest);
+	return changed;
+}
+
 int image_build_recipe(const nsbox_image_build_options *o, nsbox_error **err)
 {
 	const char *name = o->name ? o->name : "default";
@@ -263,7 +281,7 @@ int image_build_recipe(const nsbox_image_build_options *o, nsbox_error **err)
 	_cleanup_free_ char *store = image_store(true);
 	char final[PATH_MAX], tmp[PATH_MAX], dest[PATH_MAX], source[1024];
 	snprintf(final, sizeof(final), "%s/%s/rootfs", store, name);
-	if (!o->rebuild && access(final, F_OK) == 0) {
+	if (!o->rebuild && access(final, F_OK) == 0 && !recipe_changed(store, name, recipe, contents)) {
 		/* Already built: reuse it, stripped if an older nsbox did not. */
 		int r = strip_old(store, name, err);
 		return r < 0 ? r : 1;
