@@ -193,3 +193,43 @@ def test_signals_to_the_callers_group_do_not_reach_a_later_exec(rootfs):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True", "exited", "0", "None"], out.stdout + out.stderr
+
+
+def test_allow_hosts_in_a_started_sandbox(rootfs):
+    # The filtering proxy, served by the monitor for the sandbox's life: an
+    # origin on this host's loopback is reached only because its address is
+    # listed; another port of it is refused; each exec's record has its own.
+    import http.server
+    import socketserver
+
+    class Origin(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"origin says hi"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Origin)
+    port = srv.server_address[1]
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    req = "printf 'GET http://127.0.0.1:%d/ HTTP/1.0\\r\\n\\r\\n' | nc 127.0.0.1 3128"
+    try:
+        with nsbox.Sandbox(rootfs=rootfs, allow_hosts=["127.0.0.1:%d" % port]).start() as live:
+            r = live.exec(req % port)
+            assert r.stdout.endswith("origin says hi"), r.stdout
+            net = r.record["network"]
+            assert net["mode"] == "allowlist"
+            assert [(d["destination"], d["count"]) for d in net["allowed"]] == [("127.0.0.1:%d" % port, 1)]
+            r = live.exec(req % (port + 1))
+            assert "403" in r.stdout.splitlines()[0]
+            net = r.record["network"]
+            assert net["allowed"] == []
+            assert [d["destination"] for d in net["denied"]] == ["127.0.0.1:%d" % (port + 1)]
+    finally:
+        srv.shutdown()
+        srv.server_close()

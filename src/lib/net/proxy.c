@@ -624,6 +624,12 @@ int proxy_fd(const proxy *px)
 	return px->ep;
 }
 
+void proxy_logs(const proxy *px, proxy_log *allowed, proxy_log *denied)
+{
+	proxy_log_copy(&px->allowed, allowed);
+	proxy_log_copy(&px->denied, denied);
+}
+
 void proxy_finish(proxy *px, proxy_log *allowed, proxy_log *denied)
 {
 	while (px->conns)

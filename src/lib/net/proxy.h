@@ -96,7 +96,14 @@ typedef struct proxy_log {
 } proxy_log;
 
 void proxy_log_count(proxy_log *l, const char *name, const char *reason);
+/* The same, count times over. */
+void proxy_log_add(proxy_log *l, const char *name, const char *reason, uint64_t count);
 void proxy_log_free(proxy_log *l);
+/* A copy of src (as bounded as src). */
+void proxy_log_copy(const proxy_log *src, proxy_log *dst);
+/* What was counted in now since before (a copy of an earlier now): each
+ * destination whose count grew, with the difference. */
+void proxy_log_since(const proxy_log *now, const proxy_log *before, proxy_log *out);
 
 typedef struct proxy proxy;
 
@@ -106,6 +113,8 @@ proxy *proxy_new(int listen_fd, const strv *allow);
 int proxy_fd(const proxy *px);
 /* Serve whatever is ready, without blocking. */
 void proxy_dispatch(proxy *px);
+/* Copies of what was allowed and denied so far. */
+void proxy_logs(const proxy *px, proxy_log *allowed, proxy_log *denied);
 /* Close every connection and hand over what was allowed and denied. */
 void proxy_finish(proxy *px, proxy_log *allowed, proxy_log *denied);
 

@@ -17,6 +17,7 @@
 #include "base/cleanup.h"
 #include "config/conf.h"
 #include "base/error.h"
+#include "base/fdpass.h"
 #include "live/remote.h"
 #include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
@@ -75,10 +76,22 @@ int keep_wait_ready(nsbox_sandbox *sb, nsbox_error **err)
 			return nsbox_err(err, errno, "spawn", "wait for the sandbox");
 		}
 		msg m;
+		int fd = -1, nfds = 0;
 		if ((pfd[0].revents & POLLIN) &&
-		    recv(sb->sync_fd, &m, sizeof(m), MSG_DONTWAIT) == (ssize_t) sizeof(m)) {
+		    fd_recv(sb->sync_fd, &m, sizeof(m), &fd, 1, &nfds, MSG_DONTWAIT) == (ssize_t) sizeof(m)) {
+			if (m.type == MSG_PROXY_SOCKET && nfds == 1 && sb->plan->proxy && !sb->keep_proxy) {
+				/* --allow-host: its socket, made inside; served from now on. */
+				int r = keep_proxy_start(sb, TAKE_FD(fd));
+				if (r < 0)
+					return nsbox_err(err, -r, "spawn", "serve the sandbox's allowlist proxy");
+			}
+			if (fd >= 0)
+				close(fd);
 			if (m.type == MSG_READY)
-				return 0;
+				return sb->plan->proxy && !sb->keep_proxy
+				       ? nsbox_err(err, EPROTO, "spawn", "set up the sandbox: its allowlist proxy's socket "
+				                   "never came")
+				       : 0;
 			if (m.type == MSG_ERROR)
 				return step_error(sb->plan, &m, err);
 			continue;
@@ -239,6 +252,9 @@ static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t r
 		e->on_output = o->on_output;
 		e->output_userdata = o->output_userdata;
 	}
+	/* What the sandbox's proxy has counted so far: the exec's record
+	 * names what it counts from now on. */
+	keep_proxy_logs(sb, &e->net_base_allowed, &e->net_base_denied);
 	plan->keep = false;
 	plan->trace = NULL;
 	plan->cfg = NULL;
@@ -384,6 +400,8 @@ void exec_release(nsbox_sandbox *e)
 	free(e->denied);
 	proxy_log_free(&e->net_allowed);
 	proxy_log_free(&e->net_denied);
+	proxy_log_free(&e->net_base_allowed);
+	proxy_log_free(&e->net_base_denied);
 	if (e->exec_own) {
 		strv_clear(&e->exec_own->argv);
 		strv_clear(&e->exec_own->envp);

@@ -73,7 +73,9 @@ struct nsbox_sandbox {
 	const char *ws_limit; /* ...which: "max_size", "max_files", "unreadable" */
 	netuser net;          /* --network user: the helper */
 	proxy *proxy;         /* --allow-host, once the child passed its socket */
+	struct keep_proxy *keep_proxy;   /* ...a long-lived sandbox's, served by a thread (keep_proxy.c) */
 	proxy_log net_allowed, net_denied;   /* what it let through and refused */
+	proxy_log net_base_allowed, net_base_denied;   /* an exec's: the sandbox's proxy's logs at its start */
 	trace_page *trace;    /* NSBOX_TRACE=1, or NULL */
 	dev_t pidns_dev;      /* the sandbox's pid namespace, for /proc sampling */
 	ino_t pidns_ino;
@@ -183,6 +185,14 @@ int sandbox_connect_port(nsbox_sandbox *sb, uint16_t port, int *fd, nsbox_error 
 void exec_release(nsbox_sandbox *sb);
 /* exec.c: a long-lived sandbox's setup: wait until its keeper is ready. */
 int keep_wait_ready(nsbox_sandbox *sb, nsbox_error **err);
+
+/* keep_proxy.c: serve a long-lived sandbox's proxy on listen_fd (taken)
+ * from a thread of its own; copies of its logs so far; stop it, handing
+ * over its logs (NULL: freed). 0 or -errno. */
+typedef struct keep_proxy keep_proxy;
+int keep_proxy_start(nsbox_sandbox *sb, int listen_fd);
+void keep_proxy_logs(nsbox_sandbox *sb, proxy_log *allowed, proxy_log *denied);
+void keep_proxy_stop(nsbox_sandbox *sb, proxy_log *allowed, proxy_log *denied);
 
 /* seccomp_notify.c: serve the --seccomp-log listener; false when it is done. */
 bool notify_handle(nsbox_sandbox *sb);

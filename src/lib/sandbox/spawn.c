@@ -149,9 +149,6 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		sb->plan->keep = o->flags & NSBOX_SPAWN_KEEP;
 		sb->plan->tty = o->flags & NSBOX_SPAWN_TTY;
 		trace_mark(sb->trace, TR_PLAN);
-		if (sb->plan->keep && sb->plan->proxy)
-			r = nsbox_err_hint(err, EOPNOTSUPP, "config", "use network.mode user, or nsbox run",
-			                   "a long-lived sandbox cannot filter network.allow yet");
 	}
 	r = r ?: setup_cgroup(sb, err);
 	trace_mark(sb->trace, TR_CGROUP);
@@ -409,6 +406,7 @@ void nsbox_sandbox_free(nsbox_sandbox *sb)
 		ws_finish(&sb->plan->ws);
 	if (sb->proxy)
 		proxy_finish(sb->proxy, NULL, NULL);
+	keep_proxy_stop(sb, NULL, NULL);
 	proxy_log_free(&sb->net_allowed);
 	proxy_log_free(&sb->net_denied);
 	int fds[] = { sb->pidfd, sb->sync_fd, sb->out_fd[0], sb->out_fd[1], sb->notify_fd };

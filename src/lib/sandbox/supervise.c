@@ -283,6 +283,14 @@ static int exec_result(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 		sb->cg_stats.pids_max_events = sb->cg_stats.pids_max_events > sb->pids_events_base
 			? sb->cg_stats.pids_max_events - sb->pids_events_base : 0;
 	}
+	if (sb->exec_of->keep_proxy) {
+		proxy_log a, d;
+		keep_proxy_logs(sb->exec_of, &a, &d);
+		proxy_log_since(&a, &sb->net_base_allowed, &sb->net_allowed);
+		proxy_log_since(&d, &sb->net_base_denied, &sb->net_denied);
+		proxy_log_free(&a);
+		proxy_log_free(&d);
+	}
 	return result_from_sandbox(sb, out, err);
 }
 
@@ -344,6 +352,7 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	/* The proxy's last connections go with the sandbox. */
 	if (sb->proxy)
 		proxy_finish(TAKE_PTR(sb->proxy), &sb->net_allowed, &sb->net_denied);
+	keep_proxy_stop(sb, &sb->net_allowed, &sb->net_denied);
 	/* The workspace's changes, from the upper layer, now that nothing
 	 * writes to it; then an ephemeral upper layer goes. */
 	ws_plan *w = &sb->plan->ws;
