@@ -105,8 +105,13 @@ def markdown_blocks(path):
             j += 1
         prev = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
         mark = re.match(r"^<!-- example: (\w+)\s*(.*?)\s*-->$", prev.strip())
-        out.append(("%s:%d" % (os.path.relpath(path, TOP), start + 1), lang, lines[start + 1:j],
-                    (mark.group(1), mark.group(2)) if mark else None))
+        mark = (mark.group(1), mark.group(2)) if mark else None
+        # The Python of a "Stateful sandboxes" section runs in
+        # python/tests/test_examples.py, with `live` a started sandbox.
+        section = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].startswith("## ")), "")
+        if lang == "python" and section.startswith("## Stateful sandboxes") and not mark:
+            mark = ("skip", "runs in python/tests/test_examples.py, with `live` a started sandbox")
+        out.append(("%s:%d" % (os.path.relpath(path, TOP), start + 1), lang, lines[start + 1:j], mark))
         i = j + 1
     return out
 
@@ -265,8 +270,11 @@ def run_shell(where, body):
         if not HAVE_DEFAULT and re.search(DEFAULT_IMAGE_LINE, line) and "--rootfs" not in line:
             note("SKIP %s: %s (the default image is not built here)" % (where, short))
             continue
+        # An interactive shell (-it) gets what a person would type to leave it.
+        typed = "exit\n" if re.search(r"\s-it\s", line) else None
         p = subprocess.run(["bash", "-c", PRELUDE + line], cwd=SCRATCH, env=env_for(line), capture_output=True,
-                           text=True, timeout=300, stdin=subprocess.DEVNULL)
+                           text=True, timeout=300, input=typed,
+                           **({} if typed is not None else {"stdin": subprocess.DEVNULL}))
         want = EXPECT.get(line.strip(), 0)
         if p.returncode == want:
             ok("%s: %s" % (where, short))

@@ -52,6 +52,8 @@ typedef struct pump {
 	bool src_reg, dst_reg;     /* registered with the epoll set now */
 	bool eof;
 	bool used;
+	bool eot;               /* into a terminal: its end is told as a typed ^D */
+	char last;              /* the last byte written */
 	char *buf;
 	size_t off, len;
 } pump;
@@ -225,6 +227,13 @@ static void pump_run(relay *r, int k)
 				break;
 			if (n <= 0) {   /* the end (EIO: a terminal's last slave closed) */
 				p->eof = true;
+				/* A terminal has no end of its own: what reads it sees
+				 * one when ^D starts a line (a second ^D ends a line
+				 * left open), as if typed. */
+				if (p->eot && p->dst >= 0) {
+					static const char eot[2] = { 4, 4 };
+					(void) write_quiet(p->dst, eot, p->last && p->last != '\n' ? 2 : 1);
+				}
 				break;
 			}
 			p->off = 0;
@@ -241,6 +250,8 @@ static void pump_run(relay *r, int k)
 			pump_close(r, k);
 			return;
 		}
+		if (w > 0)
+			p->last = p->buf[p->off + (size_t) w - 1];
 		p->off += (size_t) w;
 		if (p->off == p->len)
 			p->off = p->len = 0;
@@ -479,6 +490,7 @@ static int open_tty(relay *r, int stdin_fd, int stdout_fd, int child_stdio[3], i
 	int e = in_pump(r, stdin_fd, into, err);
 	if (e < 0)
 		return e;
+	r->p[P_IN].eot = true;
 	/* The person's keys go to the payload's terminal as they are typed
 	 * (^C is the payload's SIGINT there); the modes come back at the end. */
 	if (isatty(stdin_fd) && tcgetattr(stdin_fd, &r->saved) == 0) {
