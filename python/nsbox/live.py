@@ -22,9 +22,9 @@ __all__ = ["LiveSandbox", "Context", "Files", "FileInfo", "Process", "Logs", "CO
 CONTEXT_LANGUAGES = ("python", "node")
 
 
-def _call(fn: Any, *args: Any) -> Any:
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     from .sandbox import _call as call   # the SDK's one translation of _nsbox.Error
-    return call(fn, *args)
+    return call(fn, *args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -61,10 +61,10 @@ def _volume(v: Any) -> str:
     raise TypeError("volumes: expected 'SRC:DST[:ro|rw]' or (src, dst[, 'ro'|'rw']), got %r" % (v,))
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> Any:
+def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call into the extension, turning its errors into SandboxError."""
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except _nsbox.Error as e:
         step, errnum, message, hint = e.args
         raise SandboxError._from(step, errnum, message, hint) from None

@@ -158,36 +158,6 @@ def _checked(code, first_line):
     return "\n".join(out) + "\n", checks
 
 
-# Faults of the SDK and the library that the documented behaviour meets
-# today (reported, not fixed here): a block that fails with one of these
-# is an expected failure with the reason; once fixed, it simply passes.
-KNOWN_FAULTS = (
-    # (a line of the block, what the failure says; a failure on or after
-    # that line that says it is this fault)
-    ("nsbox.connect(", "unexpected keyword argument 'attach'",
-     "nsbox.connect() is broken: python/nsbox/live.py calls _call(_nsbox.Live, attach=...) and _call() takes "
-     "no keywords"),
-    ("late.detach()", "",
-     "LiveSandbox.detach() ends the sandbox: the monitor's DETACH closes its owner fd while loop() polls it, "
-     "the poll reports POLLNVAL, and src/lib/live/monitor.c's loop() takes that for the owner's exit"),
-)
-
-
-def _known_fault(code, filename, e):
-    """The reason, when the failure e is one of KNOWN_FAULTS."""
-    tb, failed_at = e.__traceback__, None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            failed_at = tb.tb_lineno
-        tb = tb.tb_next
-    lines = code.splitlines()
-    for marker, says, why in KNOWN_FAULTS:
-        at = [i + 1 for i, ln in enumerate(lines) if marker in ln]
-        if at and failed_at is not None and failed_at >= at[0] and says in str(e):
-            return "%s (%s: %s)" % (why, type(e).__name__, e)
-    return None
-
-
 def _live_names(ns):
     """The sandbox names a block's variables hold (its handles, and strings)."""
     names = set()
@@ -224,11 +194,6 @@ def test_doc_examples(default_image, doc, line, code):
         filename = "%s:%d" % (doc, line)
         try:
             exec(compile(src, filename, "exec"), ns)
-        except Exception as e:
-            why = _known_fault(src, filename, e)
-            if why:
-                pytest.xfail(why)
-            raise
         finally:
             # Whatever the block started and left running (by the names it
             # holds: another user's sandboxes of the same uid are not ours).

@@ -180,8 +180,16 @@ static void loop(monitor *m)
 		}
 		if (p[3].revents || p[1].revents)
 			return;   /* the sandbox ended (killed from outside), or a signal to stop */
-		if (p[5].revents && owner >= 0)
-			return;   /* the owner has exited */
+		if (p[5].revents && owner >= 0) {
+			/* The owner has exited, unless a detach let it go meanwhile
+			 * (its fd closed under the poll: POLLNVAL, or a number
+			 * reused by then). */
+			pthread_mutex_lock(&m->lock);
+			bool still = m->owner_fd == owner;
+			pthread_mutex_unlock(&m->lock);
+			if (still && !(p[5].revents & POLLNVAL))
+				return;
+		}
 		if (p[4].revents) {
 			char b[64];
 			ssize_t n = read(m->wake[0], b, sizeof(b));
