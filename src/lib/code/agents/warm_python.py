@@ -69,6 +69,14 @@ def _nsbox_warm_arm(g):
                 os._exit(125)
         warm(TARGET)  # noqa: F821 (given by the .pth line)
         g.clear()
+        # What start-up left for the cyclic collector (classes a module
+        # replaced with C ones, such as functools' partial) is gone by now
+        # in a cold run, whose start kept allocating: collect it here too,
+        # without leaving gc imported.
+        had_gc = "gc" in sys.modules
+        __import__("gc").collect()
+        if not had_gc:
+            sys.modules.pop("gc", None)
         # The search goes on from the start of sys.meta_path (importlib
         # would skip the finder after this one, which we took off).
         more = getattr(bootstrap, "_find_spec", None)
