@@ -1,7 +1,6 @@
 /* `nsbox session ls | changes NAME | diff NAME | apply NAME [PATH...] | discard NAME`. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,22 +9,35 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opts.h"
 
-static const char session_usage[] =
-	"Usage: nsbox session ls [--all]\n"
-	"       nsbox session changes [--json] [--policy FILE] NAME\n"
-	"       nsbox session diff [--escape] NAME\n"
-	"       nsbox session apply [--force | --skip-denied] [--keep] [--policy FILE] NAME [PATH...]\n"
-	"       nsbox session discard NAME\n"
-	"Options may come anywhere on the line; '--' ends them.\n"
-	"      --all          (ls, root) every root caller's sessions, not only this login's\n"
-	"      --json         (changes) the changes as a JSON array\n"
-	"      --policy FILE  the policy whose workspace.deny_changes and workspace.git apply\n"
-	"      --escape       (diff) control characters in the content as \\xNN (the default on a\n"
-	"                     terminal); without it the diff is a patch that `patch -p1` applies\n"
-	"      --force        (apply) apply what is refused too (fifos, sockets, devices are left out)\n"
-	"      --skip-denied  (apply) leave what is refused out, apply the rest, and list what was left\n"
-	"      --keep         (apply) keep the session afterwards (it is removed by default)\n";
+enum { S_ALL = 1, S_JSON, S_POLICY, S_ESCAPE, S_FORCE, S_SKIP, S_KEEP, S_HELP };
+
+static const opt_def session_opts[] = {
+	{ "all", 0, NULL, S_ALL, "(ls, root) every root caller's sessions, not only this login's", NULL },
+	{ "json", 0, NULL, S_JSON, "(changes) the changes as a JSON array", NULL },
+	{ "policy", 0, "FILE", S_POLICY, "the policy whose workspace.deny_changes and workspace.git apply", NULL },
+	{ "escape", 0, NULL, S_ESCAPE, "(diff) control characters in the content as \\xNN (the default on a\n"
+	  "terminal); without it the diff is a patch that `patch -p1` applies", NULL },
+	{ "force", 0, NULL, S_FORCE, "(apply) apply what is refused too (fifos, sockets, devices are left out)", NULL },
+	{ "skip-denied", 0, NULL, S_SKIP, "(apply) leave what is refused out, apply the rest, and list what was left",
+	  NULL },
+	{ "keep", 0, NULL, S_KEEP, "(apply) keep the session afterwards (it is removed by default)", NULL },
+	{ "help", 'h', NULL, S_HELP, "this help", NULL },
+	{ NULL, 0, NULL, 0, NULL, NULL },
+};
+
+static void session_usage(FILE *f)
+{
+	fputs("Usage: nsbox session ls [--all]\n"
+	      "       nsbox session changes [--json] [--policy FILE] NAME\n"
+	      "       nsbox session diff [--escape] NAME\n"
+	      "       nsbox session apply [--force | --skip-denied] [--keep] [--policy FILE] NAME [PATH...]\n"
+	      "       nsbox session discard NAME\n"
+	      "Options may come anywhere on the line; '--' ends them.\n", f);
+	opt_help(f, session_opts);
+}
+
 static int fail(nsbox_error *e)
 {
 	print_error(e);
@@ -170,46 +182,9 @@ static int apply(const char *name, const char *const *paths, size_t n_paths, con
 	return 0;
 }
 
-int cmd_session(int argc, char **argv)
+static int session_do(char **rest, int n, bool json, bool force, bool skip, bool keep, bool escape, bool all,
+                      const char *policy)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "skip-denied", no_argument, NULL, 's' },
-		{ "keep", no_argument, NULL, 'k' },
-		{ "escape", no_argument, NULL, 'e' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "policy", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool json = false, force = false, skip = false, keep = false, escape = false, all = false;
-	const char *policy = NULL;
-	int c;
-	optind = 0;   /* a fresh scan, whatever parsed before */
-	opterr = 0;
-	/* Options anywhere on the line (`apply --force NAME`, `apply NAME
-	 * --force`); argv[1] is the subcommand. */
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = true; break;
-		case 'f': force = true; break;
-		case 's': skip = true; break;
-		case 'k': keep = true; break;
-		case 'e': escape = true; break;
-		case 'a': all = true; break;
-		case 'p': policy = optarg; break;
-		case 'h': fputs(session_usage, stdout); return 0;
-		default:
-			fprintf(stderr, "nsbox: session: %s '%s'\n", c == ':' ? "missing value for" : "unknown option",
-			        argv[optind - 1]);
-			fputs(session_usage, stderr);
-			return EXIT_SETUP;
-		}
-	}
-	/* After getopt's permutation: the subcommand, then the operands. */
-	char **rest = argv + optind;
-	int n = argc - optind;
 	const char *sub = n > 0 ? rest[0] : "";
 	nsbox_error *e = NULL;
 	if (force && skip) {
@@ -228,6 +203,52 @@ int cmd_session(int argc, char **argv)
 		return apply(rest[1], (const char *const *) rest + 2, (size_t) (n - 2), policy,
 		             (force ? NSBOX_APPLY_FORCE : 0) | (skip ? NSBOX_APPLY_SKIP_DENIED : 0) |
 		             (keep ? NSBOX_APPLY_KEEP : 0));
-	fputs(session_usage, stderr);
+	session_usage(stderr);
 	return EXIT_SETUP;
+}
+
+int cmd_session(int argc, char **argv)
+{
+	bool json = false, force = false, skip = false, keep = false, escape = false, all = false;
+	const char *policy = NULL;
+	/* Options anywhere on the line (`apply --force NAME`, `apply NAME
+	 * --force`): the operands (the subcommand first) in their order. */
+	char **rest = calloc((size_t) argc + 1, sizeof(*rest));
+	if (!rest) {
+		print_msg("session: %s", strerror(ENOMEM));
+		return EXIT_SETUP;
+	}
+	int n = 0;
+	opt_state st;
+	opt_init(&st, session_opts, argc, argv, false);
+	const char *v;
+	const opt_def *d;
+	char err[256];
+	int id;
+	while ((id = opt_next(&st, &v, &d, err, sizeof(err))) != OPT_DONE) {
+		switch (id) {
+		case OPT_OPERAND: rest[n++] = (char *) v; break;
+		case S_JSON: json = true; break;
+		case S_FORCE: force = true; break;
+		case S_SKIP: skip = true; break;
+		case S_KEEP: keep = true; break;
+		case S_ESCAPE: escape = true; break;
+		case S_ALL: all = true; break;
+		case S_POLICY: policy = v; break;
+		case S_HELP:
+			session_usage(stdout);
+			free(rest);
+			return 0;
+		default:
+			fprintf(stderr, "nsbox: session: %s\n", err);
+			session_usage(stderr);
+			free(rest);
+			return EXIT_SETUP;
+		}
+	}
+	for (int i = st.i; i < argc; i++)   /* after '--' */
+		rest[n++] = argv[i];
+	int rc = session_do(rest, n, json, force, skip, keep, escape, all, policy);
+	free(rest);
+	return rc;
 }
