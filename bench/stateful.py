@@ -7,6 +7,8 @@ the Python SDK, in one started sandbox of IMAGE:
   - nsbox.connect(name), a handle to the running sandbox (its INFO request
     answered), and the handle let go;
   - LiveSandbox.exec(["true"]);
+  - a snapshot of the sandbox holding 100 MiB of new files, and a sandbox
+    started from it (issue 28's Speed);
 and, when STACK_IMAGE has pandas, issue 29's snippet through a pool that
 preloaded pandas, next to the same snippet through a pool that did not and
 run cold (Sandbox.run_code).
@@ -30,6 +32,8 @@ GOAL_FILES = 5.0
 GOAL_CELL = 1.0
 GOAL_CONNECT = 5.0
 GOAL_PRELOAD = 10.0
+GOAL_SNAPSHOT = 1.0      # seconds
+GOAL_START_FROM = 20.0
 
 # The snippet of issue 29's goal (its text spells `pd` without the alias).
 PANDAS = "import pandas as pd\nprint(pd.DataFrame({'a': [1, 2]}).sum())\n"
@@ -86,7 +90,9 @@ def sdk(image, stack, runs, pool_runs):
                 text = "no usable cgroup for this user: limits are rlimits"
             print("note: %s" % text)
     warnings.showwarning = once
-    sb = nsbox.Sandbox(image)
+    # Room for the snapshot's 100 MiB in /tmp (100m by default, and the
+    # memory limit is the default's).
+    sb = nsbox.Sandbox(image, tmpfs_size="256m", memory="1g")
     name = "bench-stateful-%d" % os.getpid()
     header()
     with sb.start(name=name) as live:
@@ -118,31 +124,14 @@ def sdk(image, stack, runs, pool_runs):
         ctx.close()
 
         # Attaching by name: what another process of the same user does.
-        label = "nsbox.connect(name) (SDK)"
-        try:
-            nsbox.connect(name).close()
-
-            def attach():
-                c = nsbox.connect(name)
-                if c.id != live.id:
-                    raise AssertionError("connect attached to another sandbox")
-                c.close()
-        except TypeError as e:
-            # The SDK's connect() could not be called at all: say so, and time
-            # the call it makes, the extension's attach (the library's
-            # nsbox_live_connect: the socket, the INFO request, the handle).
-            print("nsbox.connect(name): FAILS in this build (TypeError: %s)" % e)
-            from nsbox import _nsbox
-            label = "connect: _nsbox.Live(attach=name) (SDK)"
-
-            def attach():
-                c = _nsbox.Live(attach=name)
-                if c.id != live.id:
-                    raise AssertionError("attach reached another sandbox")
-                c.close(False)
+        def attach():
+            c = nsbox.connect(name)
+            if c.id != live.id:
+                raise AssertionError("connect attached to another sandbox")
+            c.close()
         for _ in range(5):
             attach()
-        row(label, timed(attach, runs), GOAL_CONNECT)
+        row("nsbox.connect(name) (SDK)", timed(attach, runs), GOAL_CONNECT)
 
         # An exec.
         for _ in range(10):
@@ -154,6 +143,45 @@ def sdk(image, stack, runs, pool_runs):
             if not r.ok:
                 raise AssertionError(r.record)
         row("LiveSandbox.exec(['true']) (SDK)", timed(ex, runs))
+
+        # Snapshots: 100 MiB of new files in /tmp, kept; sandboxes started
+        # from the snapshot (start() returns when the files are in).
+        r = live.exec("head -c 104857600 /dev/urandom > /tmp/big && echo ok")
+        if r.stdout != "ok\n":
+            print("snapshots: skipped (100 MiB could not be written in /tmp: %s)" % r.stderr.strip())
+            return pool_part(stack, pool_runs)
+        snaps = []
+
+        def snap():
+            snaps.append("bench-snap-%d-%d" % (os.getpid(), len(snaps)))
+            live.snapshot(snaps[-1])
+        try:
+            row("snapshot, 100 MiB of new files (SDK)", timed(snap, max(3, runs // 20)), GOAL_SNAPSHOT * 1e3)
+
+            def start_from():
+                t = time.perf_counter()
+                s2 = nsbox.Sandbox().start(from_snapshot=snaps[0])
+                dt = (time.perf_counter() - t) * 1e3
+                s2.close()
+                return dt
+            start_from()
+            row("start from it (SDK start(from_snapshot=))", [start_from() for _ in range(max(5, runs // 10))],
+                GOAL_START_FROM)
+            # The same with 1 MiB of files: the start's own cost, without
+            # the copy of 100 MiB into the new sandbox's /tmp.
+            live.exec("rm /tmp/big")
+            snap()
+            snaps.insert(0, snaps.pop())
+            start_from()
+            row("  from a snapshot of 1 MiB of files", [start_from() for _ in range(max(5, runs // 10))])
+        finally:
+            for n in snaps:
+                nsbox.remove_snapshot(n)
+    pool_part(stack, pool_runs)
+
+
+def pool_part(stack, pool_runs):
+    import nsbox
 
     # The preloaded pool.
     if not stack:
