@@ -117,24 +117,50 @@ int ctl_connect(const char *name, nsbox_error **err)
 	int r = ctl_check_name(name, err);
 	if (r < 0)
 		return r;
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], f[80];
 	int dfd = ctl_open_dir(dir, sizeof(dir), false, err);
 	if (dfd == -ENOENT)
 		return nsbox_err_hint(err, ESRCH, "live", "nsbox ps lists yours", "no sandbox named '%s'", name);
 	if (dfd < 0)
 		return dfd;
+	/* The socket itself, opened without following a symlink put in its
+	 * place, and reached through that fd: the directory is private, but
+	 * its owner may have bound it (or ~/.local) into a sandbox. */
+	snprintf(f, sizeof(f), "%s.sock", name);
+	int pfd = openat(dfd, f, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int e = errno;
+	struct stat st;
+	close(dfd);
+	if (pfd < 0 && e == ENOENT)
+		return nsbox_err_hint(err, ESRCH, "live", "nsbox ps lists yours", "no sandbox named '%s'", name);
+	if (pfd < 0)
+		return nsbox_err(err, e, "live", "reach sandbox '%s'", name);
+	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		close(pfd);
+		return nsbox_err_hint(err, EPERM, "live", "remove it: nsbox start makes the socket",
+		                      "reach sandbox '%s': '%s/%s' is not a socket (a symlink?)", name, dir, f);
+	}
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	ctl_sock_path(&sa, dfd, name);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pfd);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int c = fd < 0 ? -1 : connect(fd, (struct sockaddr *) &sa, sizeof(sa));
-	int e = errno;
-	close(dfd);
+	e = errno;
+	close(pfd);
 	if (c < 0) {
 		if (fd >= 0)
 			close(fd);
 		if (e == ENOENT || e == ECONNREFUSED)
 			return nsbox_err_hint(err, ESRCH, "live", "nsbox ps lists yours", "no sandbox named '%s'", name);
 		return nsbox_err(err, e, "live", "reach sandbox '%s'", name);
+	}
+	/* What answers must be a monitor of ours, not a socket that a
+	 * sandbox's payload (which may have our uid) put there to be handed
+	 * our fds and requests. */
+	if (!ctl_server_ok(fd)) {
+		close(fd);
+		return nsbox_err_hint(err, EPERM, "live", "a sandbox's process may have replaced it: stop that sandbox",
+		                      "reach sandbox '%s': '%s/%s' is not served by a monitor of yours (refused)", name,
+		                      dir, f);
 	}
 	return fd;
 }
@@ -199,6 +225,54 @@ bool ctl_peer_ok(int cfd)
 	if (ns >= 0)
 		close(ns);
 	return same;
+}
+
+/* How deep in the pid namespaces below /proc's the process of pidfd is
+ * (its NSpid entries; 1 for /proc's own), or -1. */
+static int pid_depth(int pidfd)
+{
+	char path[64] = "/proc/self/status", text[4096];
+	if (pidfd >= 0)
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
+	char *line = strstr(text, "\nNSpid:");
+	if (!line)
+		return -1;
+	int depth = 0;
+	for (char *s = line + 7; *s && *s != '\n'; s++)
+		if ((*s == '\t' || *s == ' ') && s[1] >= '0' && s[1] <= '9')
+			depth++;
+	return depth;
+}
+
+bool ctl_server_ok(int fd)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid() || cr.pid <= 0)
+		return false;
+	/* The monitor is not dumpable: its user namespace is not ours to read
+	 * (ctl_peer_ok's test) unless we are root. Its pid namespace is told
+	 * by the pidfd's NSpid: a process visible here at our own depth is in
+	 * our namespace; a sandbox's, in one below it, is deeper. */
+	int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0 || pidfd < 0) {
+		if (errno != ENOPROTOOPT)
+			return false;
+		pidfd = (int) syscall(SYS_pidfd_open, cr.pid, 0);
+		if (pidfd < 0)
+			return false;
+	}
+	int theirs = pid_depth(pidfd), ours = pid_depth(-1);
+	close(pidfd);
+	return theirs > 0 && theirs == ours;
 }
 
 /* ---- framing ----------------------------------------------------------------- */

@@ -90,6 +90,10 @@ int ctl_check_name(const char *n, nsbox_error **err);
 /* Is the process at the other end of cfd the caller's own: its uid, and
  * its user namespace (a rootless sandbox's payload has the caller's uid)? */
 bool ctl_peer_ok(int cfd);
+/* Is the process at the other end of fd, a connection made to a monitor,
+ * one of the caller's own: its uid, and its pid namespace (a sandbox's
+ * payload is in one below)? */
+bool ctl_server_ok(int fd);
 /* Whether NAME's monitor is alive: it holds NAME.lock. */
 bool ctl_alive(int dirfd, const char *name);
 /* A connection to NAME's monitor (-ESRCH: no such sandbox). */
