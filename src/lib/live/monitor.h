@@ -27,11 +27,14 @@ typedef struct ctx_ent {
 	char name[64];
 	pthread_mutex_t start;  /* one starter per context */
 	nsbox_context *ctx;     /* NULL until its interpreter started */
+	unsigned users;         /* requests using it (under the monitor's lock) */
+	bool closed;            /* off the list: freed by its last user */
 	struct ctx_ent *next;
 } ctx_ent;
 
 typedef struct proc_ent {
 	nsbox_process *p;
+	unsigned users;         /* requests using it: not evicted meanwhile */
 	struct proc_ent *next;
 } proc_ent;
 

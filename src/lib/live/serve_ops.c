@@ -83,11 +83,11 @@ static int serve_file(monitor *m, int cfd, const ctl_req *h, char **v, const int
 
 /* ---- processes ------------------------------------------------------------------- */
 
-static nsbox_process *proc_lookup(monitor *m, const char *id)
+static proc_ent *proc_lookup(monitor *m, const char *id)
 {
 	for (proc_ent *p = m->procs; p; p = p->next)
 		if (!strcmp(nsbox_process_id(p->p), id))
-			return p->p;
+			return p;
 	return NULL;
 }
 
@@ -115,7 +115,7 @@ static int serve_spawn(monitor *m, int cfd, const ctl_req *h, char **v)
 	if (m->n_procs >= MAX_PROCESSES) {
 		proc_ent **old = NULL;
 		for (proc_ent **pp = &m->procs; *pp; pp = &(*pp)->next)
-			if (!nsbox_process_running((*pp)->p))
+			if (!nsbox_process_running((*pp)->p) && !(*pp)->users)
 				old = pp;
 		if (old) {
 			proc_ent *gone = *old;
@@ -158,27 +158,9 @@ static int serve_spawn(monitor *m, int cfd, const ctl_req *h, char **v)
 	return reply_json(cfd, json_pack("{s:s}", "id", nsbox_process_id(p)));
 }
 
-static int serve_proc(monitor *m, int cfd, const ctl_req *h, char **v)
+/* LOGS, KILL or WAIT of the process p. */
+static int serve_one(int cfd, const ctl_req *h, char **v, nsbox_process *p)
 {
-	if (h->op == CTL_PROCS) {
-		json_t *a = json_array();
-		pthread_mutex_lock(&m->lock);
-		for (proc_ent *p = m->procs; a && p; p = p->next)
-			if (!h->argc || !strcmp(v[0], nsbox_process_id(p->p)))
-				json_array_append_new(a, proc_json(p->p));
-		pthread_mutex_unlock(&m->lock);
-		return reply_json(cfd, a);
-	}
-	if (h->argc < 1)
-		return refuse(cfd, EINVAL, "process", "name the process");
-	/* A process stays in the registry until the sandbox ends or its room
-	 * is needed, which only spawn takes (under the lock, as here): looked
-	 * up, it is used without the lock, so a wait does not hold it. */
-	pthread_mutex_lock(&m->lock);
-	nsbox_process *p = proc_lookup(m, v[0]);
-	pthread_mutex_unlock(&m->lock);
-	if (!p)
-		return refuse(cfd, ENOENT, "process", "no process '%.40s' in the sandbox", v[0]);
 	nsbox_error *e = NULL;
 	int r = 0;
 	if (h->op == CTL_LOGS) {
@@ -214,6 +196,37 @@ static int serve_proc(monitor *m, int cfd, const ctl_req *h, char **v)
 	}
 	r = reply_error(cfd, e, -r);
 	nsbox_error_free(e);
+	return r;
+}
+
+static int serve_proc(monitor *m, int cfd, const ctl_req *h, char **v)
+{
+	if (h->op == CTL_PROCS) {
+		json_t *a = json_array();
+		pthread_mutex_lock(&m->lock);
+		for (proc_ent *p = m->procs; a && p; p = p->next)
+			if (!h->argc || !strcmp(v[0], nsbox_process_id(p->p)))
+				json_array_append_new(a, proc_json(p->p));
+		pthread_mutex_unlock(&m->lock);
+		return reply_json(cfd, a);
+	}
+	if (h->argc < 1)
+		return refuse(cfd, EINVAL, "process", "name the process");
+	/* A process stays in the registry until the sandbox ends or its room
+	 * is needed, which only spawn takes, and never from a request using
+	 * it (users, under the lock): looked up, it is used without the lock,
+	 * so a wait does not hold it. */
+	pthread_mutex_lock(&m->lock);
+	proc_ent *ent = proc_lookup(m, v[0]);
+	if (ent)
+		ent->users++;
+	pthread_mutex_unlock(&m->lock);
+	if (!ent)
+		return refuse(cfd, ENOENT, "process", "no process '%.40s' in the sandbox", v[0]);
+	int r = serve_one(cfd, h, v, ent->p);
+	pthread_mutex_lock(&m->lock);
+	ent->users--;
+	pthread_mutex_unlock(&m->lock);
 	return r;
 }
 

@@ -230,6 +230,10 @@ int serve_exec(monitor *m, int cfd, const ctl_req *h, char **v, const int *fds, 
 
 /* ---- contexts -------------------------------------------------------------------- */
 
+/* A context is used by the requests that found it (users, under m->lock):
+ * a close takes it off the list at once, and its last user frees it; one
+ * whose interpreter could not start goes with its last user, so that
+ * failed starts do not fill the sandbox's room for contexts. */
 static ctx_ent *ctx_lookup(monitor *m, const char *name)
 {
 	ctx_ent *c = m->contexts;
@@ -238,8 +242,34 @@ static ctx_ent *ctx_lookup(monitor *m, const char *name)
 	return c;
 }
 
-/* The context NAME, its interpreter started now if new (*created). */
-static nsbox_context *ctx_find(monitor *m, const char *name, const char *lang, bool *created, nsbox_error **err)
+static void ctx_unlink(monitor *m, ctx_ent *c)
+{
+	for (ctx_ent **pp = &m->contexts; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			m->n_contexts--;
+			c->closed = true;
+			return;
+		}
+}
+
+static void ctx_put(monitor *m, ctx_ent *c)
+{
+	pthread_mutex_lock(&m->lock);
+	bool last = --c->users == 0 && (c->closed || !c->ctx);
+	if (last && !c->closed)
+		ctx_unlink(m, c);
+	pthread_mutex_unlock(&m->lock);
+	if (last) {
+		nsbox_context_free(c->ctx);
+		pthread_mutex_destroy(&c->start);
+		free(c);
+	}
+}
+
+/* The context NAME, its interpreter started now if new (*created); the
+ * caller ctx_put()s it. */
+static ctx_ent *ctx_find(monitor *m, const char *name, const char *lang, bool *created, nsbox_error **err)
 {
 	*created = false;
 	if (!ctl_name_ok(name)) {
@@ -261,6 +291,8 @@ static nsbox_context *ctx_find(monitor *m, const char *name, const char *lang, b
 		m->contexts = c;
 		m->n_contexts++;
 	}
+	if (c)
+		c->users++;
 	pthread_mutex_unlock(&m->lock);
 	if (!c) {
 		(void) nsbox_err(err, ENOMEM, "context", "start context '%s'", name);
@@ -269,9 +301,13 @@ static nsbox_context *ctx_find(monitor *m, const char *name, const char *lang, b
 	pthread_mutex_lock(&c->start);
 	if (!c->ctx && nsbox_context_new(m->sb, lang, name, &c->ctx, err) == 0)
 		*created = true;
-	nsbox_context *ctx = c->ctx;
+	bool started = c->ctx != NULL;
 	pthread_mutex_unlock(&c->start);
-	return ctx;
+	if (!started) {
+		ctx_put(m, c);
+		return NULL;
+	}
+	return c;
 }
 
 int serve_cell(monitor *m, int cfd, const ctl_req *h, char **v, const int *fds)
@@ -280,12 +316,13 @@ int serve_cell(monitor *m, int cfd, const ctl_req *h, char **v, const int *fds)
 		return refuse(cfd, EINVAL, "context", "a cell takes a context, a language and code");
 	bool created;
 	nsbox_error *e = NULL;
-	nsbox_context *ctx = ctx_find(m, v[0], v[1], &created, &e);
-	if (!ctx) {
+	ctx_ent *c = ctx_find(m, v[0], v[1], &created, &e);
+	if (!c) {
 		int r = reply_error(cfd, e, EINVAL);
 		nsbox_error_free(e);
 		return r;
 	}
+	nsbox_context *ctx = c->ctx;
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
 		.flags = (h->flags & (CTL_CAPTURE | CTL_STREAM)) || !(h->flags & CTL_STDOUT) ? NSBOX_SPAWN_CAPTURE : 0,
@@ -300,7 +337,9 @@ int serve_cell(monitor *m, int cfd, const ctl_req *h, char **v, const int *fds)
 		.signal_fd = -1,
 		.stats_fd = -1,
 	};
-	return governed(cfd, &o, h->flags & CTL_STREAM);
+	int r = governed(cfd, &o, h->flags & CTL_STREAM);
+	ctx_put(m, c);
+	return r;
 }
 
 int serve_context(monitor *m, int cfd, const ctl_req *h, char **v)
@@ -311,42 +350,39 @@ int serve_context(monitor *m, int cfd, const ctl_req *h, char **v)
 		bool created;
 		if (h->argc != 2)
 			return refuse(cfd, EINVAL, "context", "a context takes a name and a language");
-		nsbox_context *c = ctx_find(m, v[0], v[1], &created, &e);
-		if (c && strcmp(nsbox_context_language(c), v[1])) {
-			nsbox_error_free(e);
-			return refuse(cfd, EEXIST, "context", "context '%s' is a %s context, not %s", v[0],
-			              nsbox_context_language(c), v[1]);
-		}
+		ctx_ent *c = ctx_find(m, v[0], v[1], &created, &e);
 		if (!c) {
 			r = reply_error(cfd, e, EINVAL);
 			nsbox_error_free(e);
 			return r;
 		}
-		return reply_json(cfd, json_pack("{s:s, s:s, s:b}", "name", v[0], "language", v[1], "created", created));
+		if (strcmp(nsbox_context_language(c->ctx), v[1]))
+			r = refuse(cfd, EEXIST, "context", "context '%s' is a %s context, not %s", v[0],
+			           nsbox_context_language(c->ctx), v[1]);
+		else
+			r = reply_json(cfd, json_pack("{s:s, s:s, s:b}", "name", v[0], "language", v[1], "created", created));
+		ctx_put(m, c);
+		return r;
 	}
 	if (h->argc != 1)
 		return refuse(cfd, EINVAL, "context", "name the context");
 	pthread_mutex_lock(&m->lock);
-	ctx_ent *c = ctx_lookup(m, v[0]), **pp = &m->contexts;
-	if (c && h->op == CTL_CONTEXT_CLOSE) {
-		while (*pp != c)
-			pp = &(*pp)->next;
-		*pp = c->next;
-		m->n_contexts--;
+	ctx_ent *c = ctx_lookup(m, v[0]);
+	if (c && c->ctx) {
+		c->users++;
+		if (h->op == CTL_CONTEXT_CLOSE)
+			ctx_unlink(m, c);   /* freed by its last user: a cell running in it ends first */
+	} else {
+		c = NULL;
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (!c || !c->ctx)
+	if (!c)
 		return refuse(cfd, ENOENT, "context", "no context named '%.80s'", v[0]);
 	if (h->op == CTL_INTERRUPT)
 		nsbox_context_interrupt(c->ctx);
 	else if (h->op == CTL_CONTEXT_RESTART)
 		r = nsbox_context_restart(c->ctx, &e);
-	else {
-		/* (A cell running in it ends: its interpreter is killed.) */
-		nsbox_context_free(c->ctx);
-		pthread_mutex_destroy(&c->start);
-		free(c);
-	}
+	ctx_put(m, c);
 	if (r < 0) {
 		r = reply_error(cfd, e, -r);
 		nsbox_error_free(e);
@@ -354,4 +390,3 @@ int serve_context(monitor *m, int cfd, const ctl_req *h, char **v)
 	}
 	return ctl_send_reply(cfd, 0, NULL);
 }
-
