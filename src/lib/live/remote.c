@@ -2,6 +2,7 @@
  * connection to the monitor, one request, its frames, one reply. The
  * monitor runs it with the library there, governed by the sandbox's
  * configuration; the record it sends is the record (result_from_json). */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -424,15 +425,44 @@ int remote_file_write(nsbox_sandbox *sb, const char *path, int in_fd, unsigned m
 	return file_call(sb, "write", path, arg, in_fd, 0, NULL, err);
 }
 
+/* KEY's string, or the bytes of KEY_hex (a name that is not UTF-8). */
+static int name_from(json_t *o, const char *key, char **out)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	char k[16];
+	snprintf(k, sizeof(k), "%s_hex", key);
+	const char *h = s ? NULL : json_string_value(json_object_get(o, k));
+	size_t n = h ? strlen(h) : 0;
+	if (!s && (!h || n % 2))
+		return -EPROTO;
+	*out = s ? strdup(s) : malloc(n / 2 + 1);
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; h && i < n / 2; i++) {
+		unsigned v;
+		if (sscanf(h + 2 * i, "%2x", &v) != 1 || v == 0 || !isxdigit((unsigned char) h[2 * i]) ||
+		    !isxdigit((unsigned char) h[2 * i + 1]))
+			return -EPROTO;
+		(*out)[i] = (char) v;
+	}
+	if (h)
+		(*out)[n / 2] = '\0';
+	return 0;
+}
+
 static int info_from(json_t *o, nsbox_file_info *fi)
 {
-	const char *name = json_string_value(json_object_get(o, "name"));
-	const char *path = json_string_value(json_object_get(o, "path"));
 	const char *type = json_string_value(json_object_get(o, "type"));
-	if (!name || !path || !type || strlen(type) != 1)
+	if (!type || strlen(type) != 1)
 		return -EPROTO;
-	fi->name = strdup(name);
-	fi->path = strdup(path);
+	int r = name_from(o, "name", &fi->name);
+	r = r ?: name_from(o, "path", &fi->path);
+	if (r < 0) {
+		free(fi->name);
+		free(fi->path);
+		fi->name = fi->path = NULL;
+		return r;
+	}
 	fi->type = type[0];
 	fi->mode = (unsigned) json_integer_value(json_object_get(o, "mode"));
 	fi->size = (uint64_t) json_integer_value(json_object_get(o, "size"));

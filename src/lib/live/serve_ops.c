@@ -22,11 +22,34 @@
 
 /* ---- files ----------------------------------------------------------------------- */
 
+/* A name from the sandbox: a JSON string, or, when it is not UTF-8 (which
+ * JSON cannot hold, and a hostile sandbox may choose, to hide a file from
+ * a listing), its bytes in hex under KEY_hex. */
+static int put_name(json_t *o, const char *key, const char *v)
+{
+	json_t *s = json_string(v);
+	if (s)
+		return json_object_set_new(o, key, s);
+	size_t n = strlen(v);
+	char *hex = malloc(2 * n + 1), k[16];
+	for (size_t i = 0; hex && i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", (unsigned char) v[i]);
+	snprintf(k, sizeof(k), "%s_hex", key);
+	int r = hex ? json_object_set_new(o, k, json_string(n ? hex : "")) : -1;
+	free(hex);
+	return r;
+}
+
 static json_t *info_json(const nsbox_file_info *f)
 {
 	char t[2] = { f->type, 0 };
-	return json_pack("{s:s, s:s, s:s, s:i, s:I, s:I}", "name", f->name, "path", f->path, "type", t, "mode",
-	                 (int) f->mode, "size", (json_int_t) f->size, "mtime_ns", (json_int_t) f->mtime_ns);
+	json_t *o = json_pack("{s:s, s:i, s:I, s:I}", "type", t, "mode", (int) f->mode, "size", (json_int_t) f->size,
+	                      "mtime_ns", (json_int_t) f->mtime_ns);
+	if (o && (put_name(o, "name", f->name) < 0 || put_name(o, "path", f->path) < 0)) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 static int serve_file(monitor *m, int cfd, const ctl_req *h, char **v, const int *fds, int nfds)
@@ -55,15 +78,20 @@ static int serve_file(monitor *m, int cfd, const ctl_req *h, char **v, const int
 		r = nsbox_file_list(m->sb, path, &fi, &n, &e);
 		json_t *a = r == 0 ? json_array() : NULL;
 		for (size_t i = 0; a && i < n; i++)
-			json_array_append_new(a, info_json(&fi[i]));
+			if (json_array_append_new(a, info_json(&fi[i])) < 0) {
+				json_decref(a);   /* never a listing that leaves one out */
+				a = NULL;
+			}
 		nsbox_file_info_free(fi, n);
 		if (r == 0)
-			out = json_pack("{s:o}", "entries", a);
+			out = a ? json_pack("{s:o}", "entries", a) : NULL;
+		if (r == 0 && !out)
+			r = nsbox_err(&e, ENOMEM, "files", "list '%s'", path);
 	} else if (!strcmp(op, "stat")) {
 		nsbox_file_info fi = { 0 };
 		r = nsbox_file_stat(m->sb, path, &fi, &e);
-		if (r == 0)
-			out = info_json(&fi);
+		if (r == 0 && !(out = info_json(&fi)))
+			r = nsbox_err(&e, ENOMEM, "files", "stat '%s'", path);
 		free(fi.name);
 		free(fi.path);
 	} else if (!strcmp(op, "remove")) {
