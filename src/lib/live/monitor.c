@@ -408,6 +408,16 @@ int live_monitor_main(int argc, char **argv)
 	};
 	if (nsbox_spawn(&o, &m.sb, &e) < 0)
 		goto fail;
+	/* Pausing when idle takes the cgroup freezer: without it an idle
+	 * sandbox would neither pause nor end (its idle timeout lost). */
+	const char *by = nsbox_sandbox_enforced_by(m.sb);
+	if (m.pause_when_idle && m.idle_ms && (!by || strncmp(by, "cgroup", 6))) {
+		(void) nsbox_err_hint(&e, ENOTSUP, "live", "run as root, or give a delegated cgroup v2 directory "
+		                      "(--cgroup-parent); or end it when idle (no --pause-when-idle)",
+		                      "--pause-when-idle: the sandbox's limits are rlimits, and only a cgroup can "
+		                      "freeze it");
+		goto fail;
+	}
 	(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	clock_gettime(CLOCK_MONOTONIC, &m.started);
 	m.started_wall = time(NULL);
