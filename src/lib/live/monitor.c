@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -51,13 +52,27 @@ double since_ms(const struct timespec *t)
 typedef struct conn {
 	monitor *m;
 	int fd;
+	struct conn *next;
 } conn;
+
+/* Off the list of connections being served (under m->lock). */
+static void unlink_conn(monitor *m, conn *c)
+{
+	conn **pp = &m->conns;
+	while (*pp && *pp != c)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = c->next;
+}
 
 static void *serve_thread(void *arg)
 {
 	conn *c = arg;
 	monitor *m = c->m;
 	serve(m, c->fd);
+	pthread_mutex_lock(&m->lock);
+	unlink_conn(m, c);
+	pthread_mutex_unlock(&m->lock);
 	close(c->fd);
 	free(c);
 	pthread_mutex_lock(&m->lock);
@@ -141,9 +156,11 @@ static void accept_one(monitor *m)
 		close(cfd);
 		return;
 	}
-	*c = (conn){ m, cfd };
+	*c = (conn){ m, cfd, NULL };
 	pthread_mutex_lock(&m->lock);
 	m->active++;
+	c->next = m->conns;
+	m->conns = c;
 	clock_gettime(CLOCK_MONOTONIC, &m->last);
 	pthread_mutex_unlock(&m->lock);
 	pthread_attr_t at;
@@ -151,11 +168,12 @@ static void accept_one(monitor *m)
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &at, serve_thread, c) != 0) {
-		close(cfd);
-		free(c);
 		pthread_mutex_lock(&m->lock);
+		unlink_conn(m, c);
 		m->active--;
 		pthread_mutex_unlock(&m->lock);
+		close(cfd);
+		free(c);
 	}
 	pthread_attr_destroy(&at);
 }
@@ -205,6 +223,27 @@ static void loop(monitor *m)
 		if (p[0].revents & POLLIN)
 			accept_one(m);
 	}
+}
+
+/* Stop: the handlers end with the sandbox's end, and file transfers
+ * with stop_fd; they answer their clients. One still at it after a grace
+ * is writing to a client that does not read (a reply, logs, a run's
+ * output): its connection is shut down, which ends the write. */
+#define STOP_GRACE_S 2
+
+static void wait_handlers(monitor *m)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += STOP_GRACE_S;
+	pthread_mutex_lock(&m->lock);
+	while (m->active && pthread_cond_timedwait(&m->quiet, &m->lock, &until) != ETIMEDOUT)
+		;
+	for (conn *c = m->conns; c; c = c->next)
+		(void) shutdown(c->fd, SHUT_RDWR);
+	while (m->active)
+		pthread_cond_wait(&m->quiet, &m->lock);
+	pthread_mutex_unlock(&m->lock);
 }
 
 static void remove_files(const monitor *m)
@@ -340,7 +379,7 @@ int live_monitor_main(int argc, char **argv)
 		{ "image", required_argument, NULL, O_IMAGE },    { 0 },
 	};
 	monitor m = { .dirfd = LIVE_FD_DIR, .lock_fd = LIVE_FD_LOCK, .listen_fd = -1, .ready_fd = LIVE_FD_READY,
-		      .owner_fd = -1, .wake = { -1, -1 } };
+		      .owner_fd = -1, .stop_fd = -1, .wake = { -1, -1 } };
 	const char *publishes[MAX_FORWARDS];
 	int n_pub = 0, c;
 	/* Only our starter runs us: the fds must be there, the name sane. */
@@ -377,7 +416,12 @@ int live_monitor_main(int argc, char **argv)
 		goto fail;
 	}
 	pthread_mutex_init(&m.lock, NULL);
-	pthread_cond_init(&m.quiet, NULL);
+	/* (Its timed wait at a stop is against the monotonic clock.) */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m.quiet, &ca);
+	pthread_condattr_destroy(&ca);
 	/* A client gone before its answer was written is no reason to die. */
 	(void) signal(SIGPIPE, SIG_IGN);
 	sigset_t set;
@@ -388,7 +432,8 @@ int live_monitor_main(int argc, char **argv)
 	(void) sigprocmask(SIG_BLOCK, &set, NULL);
 	m.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	m.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (m.sig_fd < 0 || m.timer_fd < 0 || pipe2(m.wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+	m.stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (m.sig_fd < 0 || m.timer_fd < 0 || m.stop_fd < 0 || pipe2(m.wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		(void) nsbox_err(&e, errno, "live", "start the monitor");
 		goto fail;
 	}
@@ -441,10 +486,8 @@ int live_monitor_main(int argc, char **argv)
 	close(m.listen_fd);
 	(void) nsbox_sandbox_resume(m.sb, NULL);
 	(void) nsbox_sandbox_kill(m.sb, SIGKILL);
-	pthread_mutex_lock(&m.lock);
-	while (m.active)
-		pthread_cond_wait(&m.quiet, &m.lock);
-	pthread_mutex_unlock(&m.lock);
+	(void) eventfd_write(m.stop_fd, 1);
+	wait_handlers(&m);
 	for (fwd_ent *f = m.forwards, *n; f; f = n) {
 		n = f->next;
 		nsbox_forward_free(f->f);

@@ -44,10 +44,13 @@ typedef struct fwd_ent {
 	struct fwd_ent *next;
 } fwd_ent;
 
+struct conn;
+
 typedef struct monitor {
 	char name[64];
 	char *image;
 	int dirfd, lock_fd, listen_fd, sig_fd, timer_fd, ready_fd, owner_fd;
+	int stop_fd;            /* eventfd, readable once the monitor stops: transfers end (xfer.h) */
 	int wake[2];            /* handlers -> main loop: 'w' (one ended), 's' (stop), 'i' (info changed) */
 	uint64_t idle_ms, lifetime_ms;
 	bool pause_when_idle, idle_paused;
@@ -58,6 +61,7 @@ typedef struct monitor {
 	pthread_mutex_t lock;   /* everything below, and the two above */
 	pthread_cond_t quiet;
 	unsigned active;        /* connections being served */
+	struct conn *conns;     /* ...which a stop shuts down if they outlast it (monitor.c) */
 	ctx_ent *contexts;
 	unsigned n_contexts;
 	proc_ent *procs;

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "live/ctl.h"
 #include "live/monitor.h"
+#include "live/xfer.h"
 #include "live/remote.h"
 #include "base/fdpass.h"
 
@@ -52,6 +53,17 @@ static json_t *info_json(const nsbox_file_info *f)
 	return o;
 }
 
+/* A transfer whose copy failed: why, over what the library saw (an end
+ * of its socket that failed under it). */
+static int transfer_error(nsbox_error **err, const char *op, const char *path, int e)
+{
+	if (e == ECANCELED)
+		return nsbox_err(err, ESRCH, "files", "%s '%s': the sandbox has ended (it was stopped during the transfer)",
+		                 op, path);
+	return nsbox_err(err, e, "files", "%s '%s': %s the caller's fd", op, path,
+	                 !strcmp(op, "read") ? "write to" : "read");
+}
+
 static int serve_file(monitor *m, int cfd, const ctl_req *h, char **v, const int *fds, int nfds)
 {
 	if (h->argc < 2 || h->argc > 3)
@@ -61,17 +73,22 @@ static int serve_file(monitor *m, int cfd, const ctl_req *h, char **v, const int
 	if (nfds != (data ? 1 : 0) || (data && !arg))
 		return refuse(cfd, EINVAL, "files", "%s: a malformed request", op);
 	nsbox_error *e = NULL;
-	int r;
+	int r, lib = -1;
 	json_t *out = NULL;
+	/* The data goes through a copier of ours (xfer.c), never straight to or from
+	 * the client's fd, which may block for ever (xfer.h). */
+	xfer rl = { .ours = -1 };
+	if (data && (r = xfer_start(&rl, fds[0], !strcmp(op, "read"), m->stop_fd, &lib)) < 0)
+		return refuse(cfd, -r, "files", "%s: start the transfer", op);
 	if (!strcmp(op, "read")) {
 		uint64_t size = 0;
-		r = nsbox_file_read(m->sb, path, fds[0], strtoull(arg, NULL, 10), &size, &e);
+		r = nsbox_file_read(m->sb, path, lib, strtoull(arg, NULL, 10), &size, &e);
 		if (r == 0)
 			out = json_pack("{s:I}", "size", (json_int_t) size);
 	} else if (!strcmp(op, "write")) {
 		char *colon = strchr(arg, ':');
 		unsigned mode = colon ? (unsigned) strtoul(colon + 1, NULL, 8) : 0644;
-		r = nsbox_file_write(m->sb, path, fds[0], mode, strtoull(arg, NULL, 10), &e);
+		r = nsbox_file_write(m->sb, path, lib, mode, strtoull(arg, NULL, 10), &e);
 	} else if (!strcmp(op, "list")) {
 		nsbox_file_info *fi = NULL;
 		size_t n = 0;
@@ -100,6 +117,14 @@ static int serve_file(monitor *m, int cfd, const ctl_req *h, char **v, const int
 		r = nsbox_file_mkdir(m->sb, path, arg ? (unsigned) strtoul(arg, NULL, 8) : 0755, &e);
 	} else {
 		return refuse(cfd, EINVAL, "files", "no file operation '%.40s'", op);
+	}
+	int lost = data ? xfer_finish(&rl, lib) : 0;
+	if (lost) {
+		nsbox_error_free(e);
+		e = NULL;
+		json_decref(out);
+		out = NULL;
+		r = transfer_error(&e, op, path, lost);
 	}
 	if (r < 0) {
 		r = reply_error(cfd, e, -r);

@@ -75,17 +75,27 @@ static void *relay(void *arg)
 				(void) shutdown(fds[!i], SHUT_WR);
 				continue;
 			}
+			/* A peer that does not read (anyone on the host may
+			 * connect) must not hold the relay past a stop: the
+			 * send waits in poll(), with the wake pipe. */
 			for (char *s = chunk; n > 0;) {
-				ssize_t w = send(fds[!i], s, (size_t) n, MSG_NOSIGNAL);
+				ssize_t w = send(fds[!i], s, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
+				if (w < 0 && errno == EAGAIN) {
+					struct pollfd q[2] = { { .fd = fds[!i], .events = POLLOUT },
+					                       { .fd = f->wake[0], .events = POLLIN } };
+					if ((poll(q, 2, -1) < 0 && errno != EINTR) || q[1].revents)
+						break;
+					continue;
+				}
 				if (w < 0 && errno == EINTR)
 					continue;
-				if (w <= 0) {
-					open[0] = open[1] = false;
+				if (w <= 0)
 					break;
-				}
 				s += w;
 				n -= w;
 			}
+			if (n > 0)
+				open[0] = open[1] = false;
 		}
 	}
 	close(c->outer);

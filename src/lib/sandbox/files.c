@@ -86,6 +86,16 @@ static int op_start(nsbox_sandbox *sb, const char *const *argv, bool input, int 
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return nsbox_err(err, errno, "files", "%s: create a channel", argv[0]);
+	/* An input's end is a byte in our end's queue, which only a whole
+	 * input takes out (input_done): our end closed with it still there
+	 * fails the payload's next read (ECONNRESET) instead of ending its
+	 * input, so that no file is made of part of the caller's data. */
+	if (input && send(sv[1], "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return nsbox_err(err, e, "files", "%s: create a channel", argv[0]);
+	}
 	/* One direction each: the payload cannot turn its channel around. */
 	(void) shutdown(sv[1], input ? SHUT_WR : SHUT_RD);
 	(void) shutdown(sv[0], input ? SHUT_RD : SHUT_WR);
@@ -217,8 +227,13 @@ int nsbox_file_write(nsbox_sandbox *sb, const char *path, int in_fd, unsigned mo
 		char one = 0;
 		(void) send(data, &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
-	if (rerr)   /* the caller's data failed: no file may be made of part of it */
-		(void) nsbox_sandbox_kill(ex, SIGKILL);
+	/* The caller's data failed: no file may be made of part of it. The
+	 * payload's read fails (op_start), and it removes what it wrote. (A
+	 * kill would leave its temporary file, and might come after it saw
+	 * the end.) */
+	char end;
+	if (!rerr)
+		(void) recv(data, &end, 1, MSG_DONTWAIT);
 	close(data);
 	r = op_status(sb, ex, "write", path, max, err);
 	if (r == 0 && rerr)
