@@ -227,16 +227,20 @@ int nsbox_file_write(nsbox_sandbox *sb, const char *path, int in_fd, unsigned mo
 		char one = 0;
 		(void) send(data, &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
-	/* The caller's data failed: no file may be made of part of it. The
-	 * payload's read fails (op_start), and it removes what it wrote. (A
-	 * kill would leave its temporary file, and might come after it saw
-	 * the end.) */
+	/* The caller's data failed, or passed the bound: no file may be made
+	 * of part of it. The payload's read fails (op_start), and it removes
+	 * what it wrote. (A kill would leave its temporary file, and might
+	 * come after it saw the end; the byte past the bound may not have fit
+	 * in the channel, and without it the payload saw a whole file.) */
 	char end;
-	if (!rerr)
+	if (!rerr && total <= max)
 		(void) recv(data, &end, 1, MSG_DONTWAIT);
 	close(data);
 	r = op_status(sb, ex, "write", path, max, err);
-	if (r == 0 && rerr)
+	if (total > max && r != -EFBIG)
+		r = nsbox_err_hint(err, EFBIG, "files", "raise files.max_size, or move it in parts",
+		                   "write '%s': the file is larger than files.max_size (%" PRIu64 " bytes)", path, max);
+	else if (r == 0 && rerr)
 		r = nsbox_err(err, rerr, "files", "write '%s': read the caller's fd", path);
 	return r;
 }
