@@ -21,12 +21,13 @@ trap 'rm -rf "$out"' EXIT
 
 # What the build compiles: every C file under src/ but the generated tables.
 mapfile -t csrc < <(git ls-files 'src/*.c' 2>/dev/null || find src -name '*.c' | sort)
-cflags=(-std=gnu11 -DHAVE_CONFIG_H -Isrc/include -Isrc/lib -Isrc/cli "-I$build" -include config.h -DPKGLIBDIR='"/usr/lib/nsbox"')
+cflags=(-std=gnu11 -DHAVE_CONFIG_H -Isrc/include -Isrc/lib -Isrc/cli "-I$build" -include config.h -DPKGLIBDIR='"/usr/lib/nsbox"'
+	-DPKGLIBEXECDIR='"/usr/libexec/nsbox"')
 
 run_cppcheck() {
 	cppcheck -q --std=c11 --enable=warning,portability,performance -j"$jobs" \
 		--template='cppcheck|{file}|{line}|{id}|{message}' \
-		-DHAVE_CONFIG_H -D__GNUC__ -DPKGLIBDIR='"/usr/lib/nsbox"' -Isrc/include -Isrc/lib -Isrc/cli "--include=$build/config.h" \
+		-DHAVE_CONFIG_H -D__GNUC__ -DPKGLIBDIR='"/usr/lib/nsbox"' -DPKGLIBEXECDIR='"/usr/libexec/nsbox"' -Isrc/include -Isrc/lib -Isrc/cli "--include=$build/config.h" \
 		--suppress=missingIncludeSystem "${csrc[@]}" 2>&1 | grep '^cppcheck|'
 }
 

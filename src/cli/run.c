@@ -142,7 +142,7 @@ int cmd_run(int argc, char **argv)
 
 int run_with(int argc, char **argv, const run_extra *extra)
 {
-	run_args a;
+	run_args a = { 0 };
 	char msg[512];
 	if ((extra ? parse_code_args : parse_run_args)(argc, argv, environ, &a, msg, sizeof(msg)) < 0) {
 		print_msg("%s", msg);

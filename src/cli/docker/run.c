@@ -387,6 +387,8 @@ static int run_foreground(docker_run *d)
 	f.name = d->a.name;
 	rc = fg_body(&f);
 out:
+	if (d->a.name == name)
+		d->a.name = NULL;   /* the generated name was this frame's */
 	if (lock_fd >= 0)
 		close(lock_fd);
 	if (f.dirfd >= 0)
@@ -453,7 +455,7 @@ static int run_detached(docker_run *d)
 	st[1] = er[1] = -1;
 	char ok = 0;
 	ssize_t n;
-	while ((n = read(st[0], &ok, 1)) < 0 && errno == EINTR)
+	while (read(st[0], &ok, 1) < 0 && errno == EINTR)
 		;
 	/* The runner's messages (warnings; the reason it failed). */
 	char buf[4096];
@@ -467,6 +469,8 @@ static int run_detached(docker_run *d)
 		(void) waitpid(pid, NULL, 0);
 	}
 out:
+	if (d->a.name == name)
+		d->a.name = NULL;   /* the generated name was this frame's */
 	for (int i = 0; i < 2; i++) {
 		if (st[i] >= 0)
 			close(st[i]);

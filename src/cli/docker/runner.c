@@ -204,6 +204,7 @@ __attribute__((noreturn)) void runner_main(docker_run *d, int base, int dirfd, i
 	char *why = NULL;
 	int status = outcome(res, &oom, &why);
 	if (ran < 0 && !res) {
+		free(why);
 		why = strdup(nsbox_error_message(err));
 		status = 125;
 	}

@@ -98,14 +98,14 @@ int cmd_process(int argc, char **argv)
 			printf("%s\n", list);
 		} else {
 			json_t *a = json_loads(list, 0, NULL);
-			size_t i;
-			json_t *p;
 			printf("%-18s %-8s %12s %12s\n", "ID", "STATE", "STDOUT", "STDERR");
-			json_array_foreach(a, i, p)
+			for (size_t i = 0; i < json_array_size(a); i++) {
+				json_t *p = json_array_get(a, i);
 				printf("%-18s %-8s %12lld %12lld\n", json_string_value(json_object_get(p, "id")),
 				       json_is_true(json_object_get(p, "running")) ? "running" : "ended",
 				       (long long) json_integer_value(json_object_get(p, "stdout_bytes")),
 				       (long long) json_integer_value(json_object_get(p, "stderr_bytes")));
+			}
 			json_decref(a);
 		}
 		free(list);

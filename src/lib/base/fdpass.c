@@ -23,6 +23,8 @@ ssize_t fd_send(int sock, const void *data, size_t len, const int *fds, int nfds
 		mh.msg_control = u.buf;
 		mh.msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		if (!c)
+			return -EINVAL;
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
 		c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));

@@ -19,7 +19,7 @@ nsbox_sandbox *context_remote(const nsbox_context *c);
  * cancel fired before it started. */
 int context_cell(nsbox_context *c, const nsbox_run_options *o, nsbox_result **out, nsbox_error **err);
 /* run.c: a cell's cancel handle reaches its context while it runs. */
-void context_cancel_attach(nsbox_cancel *cancel, nsbox_context *c);
+void context_cancel_attach(nsbox_cancel *c, nsbox_context *ctx);
 void context_cancel_detach(nsbox_cancel *cancel);
 
 #endif

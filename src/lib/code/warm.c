@@ -97,7 +97,7 @@ int code_warm_config(const nsbox_config *run_cfg, const code_lang *l, const char
 	}
 	free(lit);
 	int r = hook ? 0 : nsbox_err(err, ENOMEM, "pool", "create pool");
-	if (r == 0 && python) {
+	if (r == 0 && hook && python) {
 		r = nsbox_config_add_file(c, WARM_BASE "/hook.py", hook, strlen(hook), 0444, err);
 		/* The .pth line runs the hook as site processes the user site;
 		 * only the directory of the interpreter's own version is read. */
@@ -109,7 +109,7 @@ int code_warm_config(const nsbox_config *run_cfg, const code_lang *l, const char
 			r = nsbox_config_add_file(c, pth, line, sizeof(line) - 1, 0444, err);
 		}
 		r = r ?: set(c, "environment.set", "PYTHONUSERBASE=" WARM_BASE, err);
-	} else if (r == 0) {
+	} else if (r == 0 && hook) {
 		r = nsbox_config_add_file(c, WARM_BASE "/hook.js", hook, strlen(hook), 0444, err);
 		r = r ?: set(c, "environment.set", "NODE_OPTIONS=--require " WARM_BASE "/hook.js", err);
 	}

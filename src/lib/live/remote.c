@@ -111,7 +111,7 @@ static int call(nsbox_sandbox *sb, ctl_req *h, strs *s, const int *fds, int nfds
 			r = -errno;
 			break;
 		}
-		if (p[1].revents & POLLIN) {
+		if (io && (p[1].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 			while (read(io->signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
 				unsigned char b = (unsigned char) si.ssi_signo;
@@ -535,10 +535,10 @@ int remote_process_start(nsbox_sandbox *sb, const nsbox_process_options *o, char
 	json_t *j = NULL;
 	int r = call_json(sb, &h, &s, NULL, 0, &j, err);
 	const char *got = json_string_value(json_object_get(j, "id"));
-	if (r == 0 && (!got || strlen(got) != 16))
-		r = nsbox_err(err, EPROTO, "process", "start a process: no id in the answer");
-	if (r == 0)
+	if (r == 0 && got && strlen(got) == 16)
 		memcpy(id, got, 17);
+	else if (r == 0)
+		r = nsbox_err(err, EPROTO, "process", "start a process: no id in the answer");
 	json_decref(j);
 	return r;
 }

@@ -119,8 +119,9 @@ static void send_warning(void *userdata, const char *message)
 
 /* Run through the library, with the client watched meanwhile; answer with
  * the exit status and the record. */
-static int governed(int cfd, nsbox_run_options *o, bool stream)
+static int governed(int cfd, const nsbox_run_options *given, bool stream)
 {
+	nsbox_run_options run = *given, *o = &run;   /* with this call's callbacks */
 	nsbox_cancel *cancel = NULL;
 	nsbox_error *e = NULL;
 	if (nsbox_cancel_new(&cancel, &e) < 0) {

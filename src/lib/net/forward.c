@@ -194,7 +194,7 @@ static int listen_on(const char *host_addr, uint16_t host_port, uint16_t *bound,
 		return nsbox_err(err, e, "network", "publish: listen on %s%s%s:%u", ss.ss_family == AF_INET6 ? "[" : "",
 		                 host_addr, ss.ss_family == AF_INET6 ? "]" : "", (unsigned) host_port);
 	}
-	struct sockaddr_storage got;
+	struct sockaddr_storage got = { 0 };
 	socklen_t gl = sizeof(got);
 	if (getsockname(fd, (struct sockaddr *) &got, &gl) == 0)
 		*bound = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *) &got)->sin_port
@@ -211,9 +211,10 @@ int nsbox_forward_start(nsbox_sandbox *sb, const char *host_addr, uint16_t host_
 		/* The monitor forwards; the port stays published while the
 		 * sandbox runs (this handle only tells which). */
 		nsbox_forward *f = calloc(1, sizeof(*f));
+		if (!f)
+			return nsbox_err(err, ENOMEM, "network", "publish");
 		uint16_t b = 0;
-		int r = f ? remote_expose(sb, host_addr, host_port, port, &b, err)
-		          : nsbox_err(err, ENOMEM, "network", "publish");
+		int r = remote_expose(sb, host_addr, host_port, port, &b, err);
 		if (r < 0) {
 			free(f);
 			return r;

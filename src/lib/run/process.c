@@ -68,7 +68,7 @@ static char *ring_text(const ring *r, size_t *len)
 	if (!t)
 		return NULL;
 	size_t start = (r->pos + r->cap - r->len) % (r->cap ? r->cap : 1);
-	for (size_t i = 0; i < r->len; i++)
+	for (size_t i = 0; r->cap && i < r->len; i++)
 		t[i] = r->data[(start + i) % r->cap];
 	t[r->len] = '\0';
 	*len = r->len;

@@ -534,8 +534,7 @@ int nsbox_run(const nsbox_run_options *o, nsbox_result **out, nsbox_error **err)
 			pool_record(&r, res);
 		if (rc == 0 && r.lang && nsbox_result_classify_code(res, r.lang->name, &e) < 0) {
 			nsbox_result_free(res);
-			rc = -ENOMEM;
-			goto failed;
+			goto failed;   /* (e says why) */
 		}
 	}
 	if (rc < 0) {   /* cancelled before it started, or out of memory */

@@ -31,7 +31,7 @@ static char *inside_path(const nsbox_sandbox *sb, const char *path)
 {
 	if (path[0] == '/')
 		return strdup(path);
-	const char *wd = sb->plan->workdir ? sb->plan->workdir : "/";
+	const char *wd = sb->plan && sb->plan->workdir ? sb->plan->workdir : "/";
 	buf b = { 0 };
 	buf_printf(&b, "%s%s%s", wd, wd[strlen(wd) - 1] == '/' ? "" : "/", path);
 	return buf_steal(&b);

@@ -521,7 +521,8 @@ int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stder
 	if (!keep && !direct && (stdin_fd >= 0 || !sb->capture || (flags & NSBOX_SPAWN_TTY)) && !(r = relay_of(sb)))
 		return nsbox_err(err, ENOMEM, "spawn", "set up the command's streams");
 	if (!keep && (flags & NSBOX_SPAWN_TTY))
-		return open_tty(r, stdin_fd, stdout_fd, child_stdio, close_after, err);
+		return r ? open_tty(r, stdin_fd, stdout_fd, child_stdio, close_after, err)
+		         : nsbox_err(err, EINVAL, "spawn", "a terminal with NSBOX_SPAWN_DIRECT_FDS");
 
 	if (keep || stdin_fd < 0) {
 		int e = null_fd(&close_after[0], O_RDONLY, err);
@@ -565,7 +566,7 @@ int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stder
 		}
 		/* stderr where stdout goes (2>&1, one terminal): one pipe, so
 		 * that the two keep their order. */
-		if (i == 1 && r->p[P_OUT].used && same_file(target, given[1] >= 0 ? given[1] : 1)) {
+		if (i == 1 && r && r->p[P_OUT].used && same_file(target, given[1] >= 0 ? given[1] : 1)) {
 			child_stdio[2] = child_stdio[1];
 			continue;
 		}
