@@ -194,11 +194,15 @@ static int listen_on(const char *host_addr, uint16_t host_port, uint16_t *bound,
 		return nsbox_err(err, e, "network", "publish: listen on %s%s%s:%u", ss.ss_family == AF_INET6 ? "[" : "",
 		                 host_addr, ss.ss_family == AF_INET6 ? "]" : "", (unsigned) host_port);
 	}
-	struct sockaddr_storage got = { 0 };
+	union {
+		struct sockaddr_storage ss;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} got;
+	memset(&got, 0, sizeof(got));
 	socklen_t gl = sizeof(got);
-	if (getsockname(fd, (struct sockaddr *) &got, &gl) == 0)
-		*bound = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *) &got)->sin_port
-		                                        : ((struct sockaddr_in6 *) &got)->sin6_port);
+	if (getsockname(fd, (struct sockaddr *) &got.ss, &gl) == 0)
+		*bound = ntohs(got.ss.ss_family == AF_INET ? got.in.sin_port : got.in6.sin6_port);
 	return fd;
 }
 

@@ -29,7 +29,7 @@
  * sandbox's working directory. */
 static char *inside_path(const nsbox_sandbox *sb, const char *path)
 {
-	if (path[0] == '/')
+	if (!sb || path[0] == '/')
 		return strdup(path);
 	const char *wd = sb->plan && sb->plan->workdir ? sb->plan->workdir : "/";
 	buf b = { 0 };

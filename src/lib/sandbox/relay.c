@@ -570,7 +570,9 @@ int spawn_open_streams(nsbox_sandbox *sb, int stdin_fd, int stdout_fd, int stder
 			child_stdio[2] = child_stdio[1];
 			continue;
 		}
-		int e = out_pipe(r, k, target, &close_after[i + 1], err);
+		/* (Not captured and not direct: the relay was made above.) */
+		int e = r ? out_pipe(r, k, target, &close_after[i + 1], err)
+		          : nsbox_err(err, ENOMEM, "spawn", "set up the command's streams");
 		child_stdio[i + 1] = close_after[i + 1];
 		if (e < 0)
 			return e;
