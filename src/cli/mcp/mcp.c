@@ -306,8 +306,10 @@ size_t mcp_feed(mcp_server *s, mcp_call **calls, char *buf, size_t used, size_t 
 /* Read what the child wrote; at EOF reap it and answer (unless cancelled). */
 static bool call_io(mcp_server *s, mcp_call *c)
 {
-	if (c->kind != MCP_RUN && c->kind != MCP_BOX_RUN && c->len >= MCP_MAX_TEXT) {
-		/* Enough of a diff for a model: the rest is drained, unkept. */
+	/* A read may fill the bound exactly: one byte more tells it is over. */
+	if (c->kind != MCP_RUN && c->kind != MCP_BOX_RUN && c->len >= MCP_MAX_TEXT + (c->kind == MCP_BOX_READ)) {
+		/* Enough of a diff for a model: the rest is drained, unkept (a
+		 * read is refused: mcp_live.c). */
 		if (!c->truncated)
 			stop(c), c->truncated = true;
 		char sink[65536];

@@ -457,9 +457,12 @@ json_t *mcp_live_result(const mcp_server *s, mcp_call *c, int wstatus, json_t *r
 			json_decref(list);
 		return res;
 	}
-	/* read: text, an image, or bytes as a base64 resource. */
-	const char *cut = c->truncated ? " (cut at 1 MiB)" : "";
-	if (!c->truncated && png(out, len)) {
+	/* read: text, an image, or bytes as a base64 resource; whole, or
+	 * refused (a cut file would pass for the file). */
+	if (c->truncated)
+		return tool_err("sandbox_read_file: the file is larger than 1 MiB, the bound of a read: read a part "
+		                "of it with sandbox_run_command (head -c, tail -c, split)");
+	if (png(out, len)) {
 		char *d = b64(out, len);
 		json_t *r = json_pack("{s:[{s:s, s:s, s:s}], s:b}", "content", "type", "image", "data", d ? d : "",
 		                      "mimeType", "image/png", "isError", 0);
@@ -468,10 +471,7 @@ json_t *mcp_live_result(const mcp_server *s, mcp_call *c, int wstatus, json_t *r
 	}
 	if (utf8_ok(out, len)) {
 		json_t *t = json_stringn(out, len);
-		json_t *r = json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", t, "isError", 0);
-		if (*cut && r)
-			json_array_append_new(json_object_get(r, "content"), json_pack("{s:s, s:s}", "type", "text", "text", cut));
-		return r;
+		return json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", t, "isError", 0);
 	}
 	char *d = b64(out, len);
 	json_t *r = json_pack("{s:[{s:s, s:{s:s, s:s, s:s}}], s:b}", "content", "type", "resource", "resource", "uri",
