@@ -441,7 +441,8 @@ int cmd_mcp(int argc, char **argv)
 	static mcp_box boxes[MCP_MAX_SANDBOXES];
 	static unsigned made;
 	mcp_server s = { .structured = true, .out_fd = 1, .max_sandboxes = 4, .sandbox_idle_ms = 600000,
-		         .create = mcp_live_create, .destroy = mcp_live_destroy, .boxes_made = &made };
+		         .create = mcp_live_create, .destroy = mcp_live_destroy, .alive = mcp_live_alive,
+		         .boxes_made = &made };
 	if (server_options(&argc, argv, &s) < 0)
 		return EXIT_SETUP;
 	if (s.max_sandboxes)

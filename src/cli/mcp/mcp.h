@@ -53,6 +53,9 @@ struct mcp_server {
 	/* Start and stop one (the fuzz harness puts its own here). */
 	int (*create)(const mcp_server *s, mcp_box *b, char *why, size_t why_len);
 	void (*destroy)(const mcp_server *s, mcp_box *b);
+	/* Whether it still runs (its idle timeout may have ended it); NULL:
+	 * assumed to. */
+	bool (*alive)(const mcp_server *s, const mcp_box *b);
 	mcp_waiting *waiting, **waiting_tail;   /* the queue (tail NULL: empty) */
 	size_t n_waiting, waiting_bytes;
 	/* Starts a checked call: argv (NULL-terminated, "nsbox" first) with
@@ -127,5 +130,6 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 json_t *mcp_live_result(const mcp_server *s, mcp_call *c, int wstatus, json_t *run_result);
 int mcp_live_create(const mcp_server *s, mcp_box *b, char *why, size_t why_len);
 void mcp_live_destroy(const mcp_server *s, mcp_box *b);
+bool mcp_live_alive(const mcp_server *s, const mcp_box *b);
 
 #endif

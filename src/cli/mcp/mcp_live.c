@@ -146,10 +146,25 @@ static json_t *timeout_arg(const mcp_server *s, json_t *args, char *out, size_t 
 	return NULL;
 }
 
+/* Let go of a sandbox that ended by itself (its idle timeout, or stopped
+ * from outside): its slot is free again. */
+static bool box_ended(const mcp_server *s, int slot)
+{
+	mcp_box *b = &s->boxes[slot];
+	if (!s->alive || s->alive(s, b))
+		return false;
+	s->destroy(s, b);
+	b->name[0] = '\0';
+	return true;
+}
+
 static json_t *create(const mcp_server *s, json_t *args)
 {
 	if (json_object_size(args))
 		return tool_err("sandbox_create takes no arguments: the operator's options make the sandbox");
+	for (int i = 0; i < MCP_MAX_SANDBOXES; i++)
+		if (s->boxes[i].name[0])
+			box_ended(s, i);
 	int slot = -1;
 	for (int i = 0; i < MCP_MAX_SANDBOXES && i < s->max_sandboxes && slot < 0; i++)
 		if (!s->boxes[i].name[0])
@@ -240,6 +255,12 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 	if (slot < 0) {
 		*result = tool_err("%s: no sandbox '%.64s' of this server (sandbox_create makes one)", name,
 		                   json_string_value(json_object_get(args, "sandbox")) ?: "");
+		return 0;
+	}
+	if (box_ended(s, slot)) {
+		*result = tool_err("%s: sandbox '%s' has ended (idle for longer than the operator's "
+		                   "--sandbox-idle-timeout, or stopped from outside); sandbox_create makes a new one",
+		                   name, json_string_value(json_object_get(args, "sandbox")));
 		return 0;
 	}
 	if (!strcmp(name, "sandbox_stop")) {
@@ -507,6 +528,25 @@ int mcp_live_create(const mcp_server *s, mcp_box *b, char *why, size_t why_len)
 	run_args_free(&a);
 	free(v);
 	return rc;
+}
+
+/* It runs while its monitor answers on its name with its id (a sandbox the
+ * user started later under the same name is not it). */
+bool mcp_live_alive(const mcp_server *s, const mcp_box *b)
+{
+	(void) s;
+	nsbox_sandbox *h = NULL;
+	nsbox_error *e = NULL;
+	int r = nsbox_live_connect(b->name, &h, &e);
+	nsbox_error_free(e);
+	if (r == -ESRCH)
+		return false;
+	if (r < 0)
+		return true;   /* not known to have ended: the call will say */
+	const char *id = nsbox_sandbox_id(h), *ours = nsbox_sandbox_id(b->sb);
+	bool same = id && ours && !strcmp(id, ours);
+	nsbox_sandbox_free(h);
+	return same;
 }
 
 void mcp_live_destroy(const mcp_server *s, mcp_box *b)
