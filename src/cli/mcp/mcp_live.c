@@ -530,23 +530,30 @@ int mcp_live_create(const mcp_server *s, mcp_box *b, char *why, size_t why_len)
 	return rc;
 }
 
-/* It runs while its monitor answers on its name with its id (a sandbox the
- * user started later under the same name is not it). */
+/* It runs while the user's list of running sandboxes has its name with its
+ * id (a sandbox started later under the same name is not it). The list is
+ * read from the sandboxes' state, not asked of the monitor: asking would
+ * count as a request and hold off its idle timeout. */
 bool mcp_live_alive(const mcp_server *s, const mcp_box *b)
 {
 	(void) s;
-	nsbox_sandbox *h = NULL;
+	char *text = NULL;
 	nsbox_error *e = NULL;
-	int r = nsbox_live_connect(b->name, &h, &e);
-	nsbox_error_free(e);
-	if (r == -ESRCH)
-		return false;
-	if (r < 0)
+	if (nsbox_live_list(&text, &e) < 0) {
+		nsbox_error_free(e);
 		return true;   /* not known to have ended: the call will say */
-	const char *id = nsbox_sandbox_id(h), *ours = nsbox_sandbox_id(b->sb);
-	bool same = id && ours && !strcmp(id, ours);
-	nsbox_sandbox_free(h);
-	return same;
+	}
+	json_t *list = json_loads(text, 0, NULL);
+	free(text);
+	const char *ours = nsbox_sandbox_id(b->sb);
+	bool found = !json_is_array(list);
+	size_t i;
+	json_t *v;
+	json_array_foreach(list, i, v)
+		found |= !strcmp(json_string_value(json_object_get(v, "name")) ?: "", b->name) && ours &&
+		         !strcmp(json_string_value(json_object_get(v, "id")) ?: "", ours);
+	json_decref(list);
+	return found;
 }
 
 void mcp_live_destroy(const mcp_server *s, mcp_box *b)
