@@ -65,6 +65,24 @@ class Server:
         a = self.rpc("tools/call", {"name": name, "arguments": arguments})
         return a.get("result", a)
 
+    def start_call(self, name, **arguments):
+        """Send a call without waiting for its answer; its id."""
+        self.n += 1
+        self.send({"jsonrpc": "2.0", "id": self.n, "method": "tools/call",
+                   "params": {"name": name, "arguments": arguments}})
+        return self.n
+
+    def answers(self, k):
+        """The next k answers, by id."""
+        got = {}
+        for _ in range(k):
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            a = json.loads(line)
+            got[a.get("id")] = a.get("result", a)
+        return got
+
     def close(self):
         self.p.stdin.close()
         rest = self.p.stdout.read()
@@ -277,6 +295,18 @@ def main():
         bad = [(t, res) for t, a in calls for res in [srv.call(t, sandbox=name, **a)]
                if not refused(res, "no sandbox", "of this server")]
         check("a sandbox name not this server's (%r): every tool refuses it" % name, not bad, bad)
+    # Arguments beyond a tool's own (the operator's options are the ceiling).
+    for t, a in (("sandbox_create", {"image": "other"}), ("sandbox_create", {"network": "host"}),
+                 ("sandbox_run_command", {"sandbox": sb, "command": "true", "env": {"A": "1"}}),
+                 ("sandbox_run_code", {"sandbox": sb, "code": "1", "language": "ruby"}),
+                 ("sandbox_read_file", {"sandbox": sb, "path": "/tmp/by-cmd", "offset": 1}),
+                 ("sandbox_write_file", {"sandbox": sb, "path": "/tmp/x", "content": "x", "mode": "4755"})):
+        r = srv.call(t, **a)
+        check("%s with %s is refused" % (t, sorted(a)), refused(r), r)
+    i = srv.start_call("sandbox_read_file", sandbox=sb, path="/tmp/by-cmd\0x")
+    a = json.loads(srv.p.stdout.readline())
+    check("a path with a NUL byte is refused (a message with \\u0000 is not taken)",
+          a.get("error", {}).get("code") == -32700 or (a.get("id") == i and refused(a.get("result", {}))), a)
     r = srv.call("sandbox_run_command", sandbox=7, command="true")
     check("a sandbox name that is not a string is refused", refused(r), r)
     out, _ = sh(srv2, other, "cat /tmp/mine")
@@ -306,8 +336,25 @@ def main():
     sb3 = (r.get("structuredContent") or {}).get("sandbox", "")
     check("...its slot takes a new sandbox, with a new name", sb3 and sb3 not in (sb, sb2) and sb3 in ps(), r)
 
+    # Stopped while a command runs in it: both calls answered, the command
+    # as ended by the stop; nothing left.
+    sb4 = sb3
+    running = srv.start_call("sandbox_run_command", sandbox=sb4, command="echo > /tmp/started; sleep 300; echo never")
+    for _ in range(600):
+        if srv.call("sandbox_read_file", sandbox=sb4, path="/tmp/started").get("isError") is False:
+            break
+        time.sleep(0.1)
+    stopping = srv.start_call("sandbox_stop", sandbox=sb4)
+    got = srv.answers(2)
+    r = got.get(running, {})
+    check("stopped mid-command: the stop is answered", got.get(stopping, {}).get("isError") is False, got)
+    check("...and the running command's call too, not as a success",
+          running in got and not run_ok(r) and "never" not in (r.get("structuredContent") or {}).get("stdout", ""), r)
+    check("...nothing of that sandbox is left", sb4 not in ps() and procs_named(sb4) == 0, ps())
+
     # EOF on the server's stdin: every sandbox of it stops.
-    live = [sb2, sb3]
+    r = srv.call("sandbox_create")
+    live = [sb2, (r.get("structuredContent") or {}).get("sandbox", "")]
     check("two sandboxes running before EOF", all(n in ps() for n in live), ps())
     rc, rest = srv.close()
     check("EOF: the server exits 0", rc == 0 and rest == b"", (rc, rest))
@@ -323,6 +370,8 @@ def idle():
     check("idle: a sandbox is made", sb in ps(), r)
     out, r = sh(srv, sb, "echo alive")
     check("idle: a call before the timeout runs", out == "alive\n", r)
+    out, r = sh(srv, sb, "sleep 3; echo still")
+    check("idle: a command running longer than the idle timeout is not cut by it", out == "still\n", r)
     # No call: it ends by itself (the monitor's idle timeout). Bounded wait,
     # generous: not a timing assertion.
     for _ in range(600):
