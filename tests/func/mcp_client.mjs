@@ -37,8 +37,11 @@ try {
   check("initialize: the server is nsbox", c.getServerVersion()?.name === "nsbox");
   const { tools } = await c.listTools();
   const names = tools.map((t) => t.name).sort().join(",");
-  check("tools/list: run_code and run_command", names === "run_code,run_command", names);
-  check("tools have an outputSchema", tools.every((t) => t.outputSchema?.type === "object"));
+  check("tools/list: run_code, run_command and the stateful sandbox_* tools (tests/func/mcp-live.test)",
+        names === "run_code,run_command,sandbox_create,sandbox_list_files,sandbox_read_file,sandbox_run_code," +
+                  "sandbox_run_command,sandbox_stop,sandbox_write_file", names);
+  check("run_code and run_command have an outputSchema",
+        tools.filter((t) => t.name.startsWith("run_")).every((t) => t.outputSchema?.type === "object"));
 
   for (const lang of langs ? langs.split(",") : []) {
     const code = { python: 'print("hello-python")', node: 'console.log("hello-node")', bash: "echo hello-bash" }[lang];

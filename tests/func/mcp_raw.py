@@ -81,7 +81,9 @@ a = answer()
 check("...and the server still serves", a == {"jsonrpc": "2.0", "id": 13, "result": {}}, a)
 rpc(15, "server/discover")
 a = answer()
-check("server/discover lists the tools", [t["name"] for t in a.get("result", {}).get("tools", [])] == ["run_code", "run_command"], a)
+check("server/discover lists the tools", [t["name"] for t in a.get("result", {}).get("tools", [])] == [
+    "run_code", "run_command", "sandbox_create", "sandbox_run_code", "sandbox_run_command", "sandbox_write_file",
+    "sandbox_read_file", "sandbox_list_files", "sandbox_stop"], a)
 # A hundred calls at once: eight run, the rest wait in order; every one is
 # answered with its own output, none lost.
 N = 100

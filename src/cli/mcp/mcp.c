@@ -87,8 +87,12 @@ static json_t *initialize(mcp_server *s, json_t *params, const char **err)
 	s->structured = strcmp(v, "2025-03-26") != 0;
 	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}", "protocolVersion", v, "capabilities", "tools",
 	                 "listChanged", 0, "serverInfo", "name", "nsbox", "version", PACKAGE_VERSION, "instructions",
-	                 "Each call runs in a fresh sandbox that the operator's options bound; a call may only "
-	                 "lower the timeout.");
+	                 s->boxes ? "run_code and run_command run each call in a fresh sandbox; sandbox_create makes "
+	                            "one that keeps its files and interpreter state for the sandbox_* tools until "
+	                            "sandbox_stop, its idle timeout or the end of this server. The operator's options "
+	                            "bound every sandbox; a call may only lower the timeout."
+	                          : "Each call runs in a fresh sandbox that the operator's options bound; a call may only "
+	                            "lower the timeout.");
 }
 
 /* The run supervisor forwards a first signal to the sandbox and kills it
