@@ -199,3 +199,24 @@ def test_an_owner_killed_leaves_nothing(rootfs):
     while marker_processes(mark) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert marker_processes(mark) == []
+
+
+def test_an_owner_never_stops_another_sandbox_that_took_its_name(rootfs):
+    # The owner's sandbox ends (stopped from elsewhere); another of the
+    # same user is started under the same name; the old handle's close
+    # (which stops what it owns) must leave the new one running.
+    name = "reuse-%d" % os.getpid()
+    old = nsbox.Sandbox(rootfs=rootfs).start(name=name)
+    try:
+        nsbox.live.stop(name)
+        new = nsbox.Sandbox(rootfs=rootfs).start(name=name, detach=True)
+        new_id = new.id
+        new.close()
+        old.close()
+        assert [s["id"] for s in _entry(name)] == [new_id]
+        again = nsbox.connect(name)
+        assert again.exec(["true"]).ok
+        again.stop()
+    finally:
+        if name in _names():
+            nsbox.live.stop(name)

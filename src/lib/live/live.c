@@ -294,19 +294,27 @@ int nsbox_live_detach(nsbox_sandbox *sb, nsbox_error **err)
 	return r;
 }
 
-int nsbox_live_stop(const char *name, nsbox_error **err)
+/* Stop NAME; with id, only if NAME is still that sandbox (a handle's
+ * owner stop: the name may have been taken by another one since). */
+int live_stop_id(const char *name, const char *id, nsbox_error **err)
 {
 	int fd = ctl_connect(name, err);
 	if (fd < 0)
 		return fd;
-	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_STOP };
+	ctl_req h = { .magic = CTL_MAGIC, .op = CTL_STOP, .argc = id ? 1 : 0,
+	              .len = id ? (uint32_t) strlen(id) + 1 : 0 };
 	ctl_frame f;
-	int r = ctl_send_req(fd, &h, "", NULL, 0);
+	int32_t status = 0;
+	int r = ctl_send_req(fd, &h, id ? id : "", NULL, 0);
 	if (r == 0)
 		r = ctl_read_all(fd, &f, sizeof(f));
+	if (r == 0 && f.type == CTL_REPLY && f.len >= sizeof(status))
+		r = ctl_read_all(fd, &status, sizeof(status));
 	close(fd);
 	if (r < 0 && r != -EPIPE)
 		return nsbox_err(err, -r, "live", "stop sandbox '%s'", name);
+	if (status < 0)
+		return nsbox_err(err, -status, "live", "stop sandbox '%s': it is another sandbox now (not stopped)", name);
 	/* Done when the monitor has let go of its lock: the sandbox, its
 	 * cgroup and its files are gone. */
 	char dir[PATH_MAX];
@@ -322,6 +330,11 @@ int nsbox_live_stop(const char *name, nsbox_error **err)
 	if (dfd >= 0)
 		close(dfd);
 	return 0;
+}
+
+int nsbox_live_stop(const char *name, nsbox_error **err)
+{
+	return live_stop_id(name, NULL, err);
 }
 
 int nsbox_live_list(char **out, nsbox_error **err)

@@ -238,7 +238,8 @@ int remote_open(const char *name, bool owner, nsbox_sandbox **out, nsbox_error *
 
 int remote_stop(nsbox_sandbox *sb)
 {
-	return nsbox_live_stop(sb->remote->name, NULL);
+	/* This sandbox, by its id: never another that took the name since. */
+	return live_stop_id(sb->remote->name, sb->remote->id[0] ? sb->remote->id : NULL, NULL);
 }
 
 void remote_free(nsbox_sandbox *sb)

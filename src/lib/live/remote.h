@@ -23,6 +23,9 @@ typedef struct live_remote {
 int remote_open(const char *name, bool owner, nsbox_sandbox **out, nsbox_error **err);
 void remote_free(nsbox_sandbox *sb);
 int remote_stop(nsbox_sandbox *sb);
+/* live.c: stop NAME, only if its id is id (NULL: whatever it is); waits
+ * until it is gone. 0, or -errno (-ESTALE: another sandbox has the name). */
+int live_stop_id(const char *name, const char *id, nsbox_error **err);
 
 int remote_run(const nsbox_run_options *o, nsbox_sandbox *sb, nsbox_context *ctx, nsbox_result **out,
                nsbox_error **err);

@@ -521,6 +521,12 @@ static void dispatch(monitor *m, int cfd, const ctl_req *h, char **v, const int 
 		write_info(m);
 		break;
 	case CTL_STOP:
+		/* With an id: only if it is ours (a handle stopping the sandbox
+		 * it started, whose name another may have taken since). */
+		if (h->argc >= 1 && v[0][0] && strcmp(v[0], nsbox_sandbox_id(m->sb))) {
+			(void) refuse(cfd, ESTALE, "live", "sandbox '%s' is not the one with id %.32s", m->name, v[0]);
+			break;
+		}
 		(void) ctl_send_reply(cfd, 0, NULL);
 		(void) !write(m->wake[1], "s", 1);
 		break;
