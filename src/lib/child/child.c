@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 
 #include "base/coverage.h"
+#include "base/fdpass.h"
 #include "sandbox/proto.h"
 #include "net/proxy.h"
 #include "base/syscalls.h"
@@ -30,17 +31,8 @@ static int proxy_listen(int sync_fd);
 int child_send_fd(int sync_fd, enum msg_type type, int fd)
 {
 	msg m = { .type = type };
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	memset(cbuf, 0, sizeof(cbuf));
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-	                     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	ssize_t n = fd_send(sync_fd, &m, sizeof(m), &fd, 1);
+	return n < 0 ? (int) n : 0;
 }
 
 void child_report(int sync_fd, enum step step, int index, int err)
@@ -86,26 +78,14 @@ static void wait_msg(const child_args *a, enum msg_type type)
 static void wait_go(const child_args *a, int *ws, int *rootfs)
 {
 	msg m;
-	ssize_t n;
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-	                     .msg_controllen = sizeof(cbuf) };
-	do
-		n = recvmsg(a->sync_fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	int fds[2] = { -1, -1 }, got = 0;
+	/* More than two fds, or a cut control message: -EBADMSG, closed. */
+	ssize_t n = fd_recv(a->sync_fd, &m, sizeof(m), fds, 2, &got, 0);
 	/* EOF: the supervisor is gone (or failed to write the id maps). */
 	if (n != sizeof(m) || m.type != MSG_GO)
 		_exit(125);
-	int fds[2] = { -1, -1 };
-	size_t got = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && got == 0) {
-			got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			memcpy(fds, CMSG_DATA(c), (got > 2 ? 2 : got) * sizeof(int));
-		}
-	size_t want = !!(m.index & GO_WORKSPACE) + !!(m.index & GO_ROOTFS);
-	if (got != want || (mh.msg_flags & MSG_CTRUNC))
+	int want = !!(m.index & GO_WORKSPACE) + !!(m.index & GO_ROOTFS);
+	if (got != want)
 		_exit(125);
 	*ws = m.index & GO_WORKSPACE ? fds[0] : -1;
 	*rootfs = m.index & GO_ROOTFS ? fds[want - 1] : -1;

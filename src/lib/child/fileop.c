@@ -33,6 +33,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/fdpass.h"
 #include "child/fileop.h"
 #include "plan/plan.h"
 
@@ -329,16 +330,8 @@ static int op_connect(uint64_t port)
 			return e;
 	}
 	char one = 'c';
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	memset(cbuf, 0, sizeof(cbuf));
-	struct iovec iov = { &one, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(1, &mh, MSG_NOSIGNAL) == 1 ? 0 : errno;
+	ssize_t n = fd_send(1, &one, 1, &fd, 1);
+	return n == 1 ? 0 : (int) -n;
 }
 
 int fileop_run(char *const *argv)

@@ -27,6 +27,7 @@
 
 #include "config/conf.h"
 #include "base/coverage.h"
+#include "base/fdpass.h"
 #include "sandbox/proto.h"
 #include "base/syscalls.h"
 
@@ -168,24 +169,18 @@ __attribute__((noreturn)) static void exec_init(const child_args *a, int fds[FD_
 static int take_request(const child_args *a, int fds[FD__MAX])
 {
 	for (;;) {
-		char cbuf[CMSG_SPACE(FD__MAX * sizeof(int))];
-		struct iovec iov = { req_buf, sizeof(req_buf) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-		                     .msg_controllen = sizeof(cbuf) };
-		ssize_t n = recvmsg(a->sync_fd, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return 0;
 		for (int i = 0; i < FD__MAX; i++)
 			fds[i] = -1;
 		int nfds = 0;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && nfds == 0) {
-				nfds = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-				memcpy(fds, CMSG_DATA(c), (size_t) nfds * sizeof(int));
-			}
-		if (!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds >= FD_3 && parse_request(a, (size_t) n, nfds))
+		/* MSG_TRUNC: the request's whole length, to refuse one longer
+		 * than req_buf. More fds than FD__MAX, or a cut control message,
+		 * and fd_recv closes them all: nothing left to answer on. */
+		ssize_t n = fd_recv(a->sync_fd, req_buf, sizeof(req_buf), fds, FD__MAX, &nfds, MSG_TRUNC);
+		if (n == -EBADMSG)
+			continue;
+		if (n <= 0)
+			return 0;
+		if ((size_t) n <= sizeof(req_buf) && nfds >= FD_3 && parse_request(a, (size_t) n, nfds))
 			return nfds;
 		/* Not a request we sent: refuse it on its socket. */
 		if (nfds > 0)

@@ -131,44 +131,19 @@ static int build_request(const struct exec_own *own, uint32_t flags, char **out,
 	return 0;
 }
 
-static int send_request(int sync_fd, const char *req, size_t len, const int *fds, int nfds)
-{
-	char cbuf[CMSG_SPACE(5 * sizeof(int))];
-	memset(cbuf, 0, sizeof(cbuf));
-	struct iovec iov = { (void *) req, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-	                     .msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int)) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (!c)   /* cannot be: the control buffer holds one header */
-		return -EINVAL;
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
-	memcpy(CMSG_DATA(c), fds, (size_t) nfds * sizeof(int));
-	ssize_t n;
-	do
-		n = sendmsg(sync_fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t) len ? 0 : n < 0 ? -errno : -EPROTO;
-}
-
 /* The exec's pid 1 sends its pidfd first, or the keeper its error. */
 static int recv_pidfd(nsbox_sandbox *e, nsbox_error **err)
 {
 	for (;;) {
 		msg m;
-		char cbuf[CMSG_SPACE(sizeof(int))];
-		struct iovec iov = { &m, sizeof(m) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-		                     .msg_controllen = sizeof(cbuf) };
-		ssize_t n = recvmsg(e->sync_fd, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
-		int fd = -1;
-		for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-			    c->cmsg_len == CMSG_LEN(sizeof(int)))
-				memcpy(&fd, CMSG_DATA(c), sizeof(int));
+		int fd = -1, nfds = 0;
+		ssize_t n = fd_recv(e->sync_fd, &m, sizeof(m), &fd, 1, &nfds, 0);
+		/* More than the one fd, or a cut control message: fd_recv
+		 * closed them all; not a message our pid 1 sends. */
+		if (n == -EBADMSG)
+			return nsbox_err(err, EPROTO, "exec", "run in sandbox: a malformed answer from the sandbox");
+		if (nfds == 0)
+			fd = -1;
 		if (n == (ssize_t) sizeof(m) && m.type == MSG_PIDFD && fd >= 0) {
 			e->pidfd = fd;
 			return 0;
@@ -304,7 +279,8 @@ static int exec_start(nsbox_sandbox *sb, const nsbox_exec_options *o, uint32_t r
 	}
 	clock_gettime(CLOCK_MONOTONIC, &e->start);
 	int fds[5] = { sv[1], stdio[0], stdio[1], stdio[2], o->fd3 };
-	r = send_request(sb->sync_fd, req, req_len, fds, o->fd3 >= 0 ? 5 : 4);
+	ssize_t sent = fd_send(sb->sync_fd, req, req_len, fds, o->fd3 >= 0 ? 5 : 4);
+	r = sent < 0 ? (int) sent : 0;
 	close(sv[1]);
 	sv[1] = -1;
 	for (size_t i = 0; i < ARRAY_SIZE(close_after); i++)

@@ -18,6 +18,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "base/fdpass.h"
 #include "child/fileop.h"
 #include "config/conf.h"
 #include "live/remote.h"
@@ -427,16 +428,13 @@ int sandbox_connect_port(nsbox_sandbox *sb, uint16_t port, int *fd, nsbox_error 
 	if (r < 0)
 		return r;
 	char one;
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &one, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	ssize_t n;
-	do
-		n = recvmsg(data, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(fd, CMSG_DATA(c), sizeof(int));
+	int nfds = 0;
+	/* One byte and one fd; more fds than that fail the call (closed). */
+	if (fd_recv(data, &one, 1, fd, 1, &nfds, 0) != 1 || nfds != 1) {
+		if (nfds == 1)
+			close(*fd);
+		*fd = -1;
+	}
 	close(data);
 	char what[32];
 	snprintf(what, sizeof(what), "connect to port %u", (unsigned) port);

@@ -20,6 +20,7 @@
 #include "base/cleanup.h"
 #include "base/coverage.h"
 #include "base/error.h"
+#include "base/fdpass.h"
 #include "plan/idmap.h"
 #include "sandbox/janitor.h"
 #include "live/remote.h"
@@ -271,21 +272,8 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 		fds[nfds++] = ws_fd;
 	if (rootfs_fd >= 0)
 		fds[nfds++] = rootfs_fd;
-	char cbuf[CMSG_SPACE(sizeof(fds))];
-	memset(cbuf, 0, sizeof(cbuf));
-	struct iovec iov = { &go, sizeof(go) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfds) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t) nfds * sizeof(int));
-	}
-	ssize_t sent = sendmsg(sb->sync_fd, &mh, MSG_NOSIGNAL);
-	int send_errno = errno;
+	ssize_t sent = fd_send(sb->sync_fd, &go, sizeof(go), fds, nfds);
+	int send_errno = sent < 0 ? (int) -sent : EPROTO;
 	close_fds(fds, (size_t) nfds);
 	if (sent != (ssize_t) sizeof(go)) {
 		/* A child that failed before the go-ahead (joining its cgroups)

@@ -19,6 +19,7 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "base/fdpass.h"
 #include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/stats.h"
@@ -73,18 +74,14 @@ static void pump(nsbox_sandbox *sb, int i, int ep)
 	}
 }
 
-/* One message, and the fd it may carry (the seccomp listener). */
+/* One message, and the fd it may carry (the seccomp listener, the proxy's
+ * socket). One with more fds than that is closed whole: -EBADMSG. */
 static ssize_t recv_msg(int fd, msg *m, int *passed, int flags)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-	                     .msg_controllen = sizeof(cbuf) };
-	*passed = -1;
-	ssize_t n = recvmsg(fd, &mh, flags | MSG_CMSG_CLOEXEC);
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			memcpy(passed, CMSG_DATA(c), sizeof(int));
+	int nfds = 0;
+	ssize_t n = fd_recv(fd, m, sizeof(*m), passed, 1, &nfds, flags);
+	if (nfds == 0)
+		*passed = -1;
 	return n;
 }
 
@@ -92,7 +89,15 @@ static void read_messages(nsbox_sandbox *sb, int flags, int ep)
 {
 	msg m;
 	int fd;
-	while (recv_msg(sb->sync_fd, &m, &fd, flags) == (ssize_t) sizeof(m)) {
+	for (;;) {
+		ssize_t n = recv_msg(sb->sync_fd, &m, &fd, flags);
+		if (n == -EBADMSG) {
+			/* Dropped, its fds closed: not a message we read. */
+			flags |= MSG_DONTWAIT;
+			continue;
+		}
+		if (n != (ssize_t) sizeof(m))
+			break;
 		if (m.type == MSG_ERROR && sb->error.type == 0)
 			sb->error = m;
 		else if (m.type == MSG_EXIT) {
