@@ -280,6 +280,50 @@ START_TEST(test_remove_denied)
 }
 END_TEST
 
+/* open_beneath: the one way into a hostile tree. */
+START_TEST(test_open_beneath)
+{
+	ck_assert_int_eq(mkdir(at("root"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("root/d"), 0755), 0);
+	touch("root/d/f");
+	touch("secret");
+	ck_assert_int_eq(symlink("d/f", at("root/in")), 0);          /* stays inside */
+	ck_assert_int_eq(symlink("../secret", at("root/out")), 0);   /* leads out */
+	ck_assert_int_eq(symlink("/etc", at("root/abs")), 0);
+	ck_assert_int_eq(symlink("d", at("root/dl")), 0);
+	int root = open(at("root"), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(root, 0);
+	int fd = open_beneath(root, "d/f", O_RDONLY, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	/* No symlink, last component or on the way, inside or not. */
+	ck_assert_int_eq(open_beneath(root, "in", O_RDONLY, 0), -ELOOP);
+	ck_assert_int_eq(open_beneath(root, "dl/f", O_RDONLY, 0), -ELOOP);
+	ck_assert_int_eq(open_beneath(root, "out", O_RDONLY, 0), -ELOOP);
+	/* Never above the root, by '..' or an absolute path. */
+	ck_assert_int_eq(open_beneath(root, "../secret", O_RDONLY, 0), -EXDEV);
+	ck_assert_int_eq(open_beneath(root, "d/../../secret", O_RDONLY, 0), -EXDEV);
+	ck_assert_int_eq(open_beneath(root, "/etc/passwd", O_RDONLY, 0), -EXDEV);
+	ck_assert_int_eq(open_beneath(root, "", O_RDONLY, 0), -ENOENT);
+	/* Symlinks that stay inside, when asked; still never out. */
+	fd = open_beneath(root, "in", O_RDONLY, BENEATH_SYMLINKS_INSIDE);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(open_beneath(root, "out", O_RDONLY, BENEATH_SYMLINKS_INSIDE), -EXDEV);
+	ck_assert_int_eq(open_beneath(root, "abs/passwd", O_RDONLY, BENEATH_SYMLINKS_INSIDE), -EXDEV);
+	close(root);
+	/* BENEATH_NO_XDEV: not onto another mount (/proc is one under /). */
+	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(root, 0);
+	fd = open_beneath(root, "proc", O_PATH, 0);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(open_beneath(root, "proc", O_PATH, BENEATH_NO_XDEV), -EXDEV);
+	close(root);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("fsutil");
@@ -291,5 +335,6 @@ int main(void)
 	tcase_add_test(tc, test_remove_stops_at_mount);
 	tcase_add_test(tc, test_bad_fd);
 	tcase_add_test(tc, test_remove_denied);
+	tcase_add_test(tc, test_open_beneath);
 	return unit_run("fsutil", tc);
 }

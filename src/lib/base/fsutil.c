@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,22 @@
 
 #include "base/cleanup.h"
 #include "base/fsutil.h"
+#include "base/syscalls.h"
+
+int open_beneath(int dirfd, const char *rel, int flags, unsigned opts)
+{
+	uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	flags |= O_CLOEXEC;
+	if (!(opts & BENEATH_SYMLINKS_INSIDE)) {
+		resolve |= RESOLVE_NO_SYMLINKS;
+		flags |= O_NOFOLLOW;
+	}
+	if (opts & BENEATH_NO_XDEV)
+		resolve |= RESOLVE_NO_XDEV;
+	struct open_how how = { .flags = (uint64_t) flags, .resolve = resolve };
+	int fd = sys_openat2(dirfd, rel, &how);
+	return fd < 0 ? -errno : fd;
+}
 
 int mkdir_p(const char *path, mode_t mode)
 {

@@ -17,4 +17,18 @@ int remove_beneath(int dirfd, const char *name);
 /* Empty the directory open at `fd` (its entries go, it stays). */
 int empty_dir_at(int fd);
 
+/* How open_beneath may resolve, beyond its rules. */
+enum {
+	BENEATH_NO_XDEV = 1 << 0,          /* nor onto another mount (EXDEV) */
+	BENEATH_SYMLINKS_INSIDE = 1 << 1,  /* symlinks that stay beneath are followed */
+};
+/* openat2 of `rel` beneath the directory fd `dirfd`, the one way a path in
+ * a hostile tree is opened: never above it ('..', an absolute path or
+ * symlink: EXDEV), never through a /proc magic link, and (unless
+ * BENEATH_SYMLINKS_INSIDE) through no symlink at all (ELOOP), the last
+ * component included (O_NOFOLLOW added). O_CLOEXEC always. `rel` is taken
+ * as it is ("" is ENOENT, as for openat). An fd, or -errno (errno set).
+ * A system call only: the child may call it. */
+int open_beneath(int dirfd, const char *rel, int flags, unsigned opts);
+
 #endif

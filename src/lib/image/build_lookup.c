@@ -17,6 +17,7 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "base/fsutil.h"
 #include "image/build_lookup.h"
 #include "image/image_strip.h"
 
@@ -25,7 +26,7 @@
 /* Is rel in directory fd a whiteout (a character device 0/0)? */
 static bool whiteout_at(int fd, const char *rel)
 {
-	int p = open_beneath(fd, rel, O_PATH);
+	int p = open_beneath(fd, rel, O_PATH, BENEATH_NO_XDEV);
 	struct stat st;
 	bool w = p >= 0 && fstat(p, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
 	if (p >= 0)
@@ -39,7 +40,7 @@ int lookup_read(const int *dirs, size_t n, const char *rel, char **out)
 	for (size_t i = 0; i < n; i++) {
 		if (whiteout_at(dirs[i], rel))
 			return -ENOENT;
-		int fd = open_beneath(dirs[i], rel, O_RDONLY | O_NONBLOCK);
+		int fd = open_beneath(dirs[i], rel, O_RDONLY | O_NONBLOCK, BENEATH_NO_XDEV);
 		if (fd == -ENOENT)
 			continue;
 		if (fd < 0)
@@ -189,7 +190,7 @@ static int uris_of(const char *text, strv *hosts)
 static int list_d(const int *dirs, size_t n, strv *names)
 {
 	for (size_t i = 0; i < n; i++) {
-		int fd = open_beneath(dirs[i], "etc/apt/sources.list.d", O_RDONLY | O_DIRECTORY);
+		int fd = open_beneath(dirs[i], "etc/apt/sources.list.d", O_RDONLY | O_DIRECTORY, BENEATH_NO_XDEV);
 		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 		if (!d) {
 			if (fd >= 0)

@@ -165,12 +165,10 @@ static int open_context(builder *b)
 static int copy_source(builder *b, const build_step *st, const char *src)
 {
 	const char *rel = src + strspn(src, "/");
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
-	                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
-	int fd = sys_openat2(b->context_fd, *rel ? rel : ".", &how);
+	int fd = open_beneath(b->context_fd, *rel ? rel : ".", O_PATH, BENEATH_NO_XDEV | BENEATH_SYMLINKS_INSIDE);
 	if (fd >= 0)
 		return fd;
-	int e = errno;
+	int e = -fd;
 	if (e == EXDEV || e == ELOOP)
 		return nsbox_err_invalid(b->err, "image", "%s: COPY '%s': refused, it leads outside the build context",
 		                         st->origin, src);

@@ -20,15 +20,6 @@
 /* Directory depth we walk; each level holds one fd. */
 #define MAX_DEPTH 512
 
-int open_beneath(int dirfd, const char *rel, int flags)
-{
-	struct open_how how = { .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW),
-	                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-	                                   RESOLVE_NO_XDEV };
-	int fd = sys_openat2(dirfd, rel, &how);
-	return fd < 0 ? -errno : fd;
-}
-
 static int strip_file(int dfd, const char *name, const struct stat *st, image_stripped *s)
 {
 	if (S_ISCHR(st->st_mode) && s->keep_whiteouts && st->st_rdev == makedev(0, 0))

@@ -25,7 +25,5 @@ bool strip_entry(struct archive_entry *e, image_stripped *s);
  * over every import): beneath `dirfd`, never following a link nor leaving
  * its filesystem. 0 or -errno. */
 int strip_tree(int dirfd, image_stripped *s);
-/* openat2 of `rel` beneath `dirfd`: no symlink, no "..", no mount crossed. */
-int open_beneath(int dirfd, const char *rel, int flags);
 
 #endif

@@ -264,9 +264,7 @@ static int import_dir(importer *im, int src_fd, const char *source, nsbox_error 
 			 * fstat: a file swapped since it was listed (for a
 			 * symlink out, or a FIFO) is neither followed nor waited
 			 * on. The source itself is the user's chosen location. */
-			struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-			                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-			int fd = sys_openat2(src_fd, rel, &how);
+			int fd = open_beneath(src_fd, rel, O_RDONLY | O_NONBLOCK, 0);
 			struct stat fst;
 			if (fd >= 0 && (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))) {
 				close(fd);
@@ -373,7 +371,7 @@ static int import_any(importer *im, const char *source, const char *scratch, con
  * directory with nothing of that name (a symlink is the image's choice). */
 static void add_resolv_conf(int root_fd)
 {
-	int dir = open_beneath(root_fd, "etc", O_PATH | O_DIRECTORY);
+	int dir = open_beneath(root_fd, "etc", O_PATH | O_DIRECTORY, BENEATH_NO_XDEV);
 	if (dir < 0)
 		return;
 	int f = openat(dir, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);

@@ -67,7 +67,7 @@ int import_err(importer *im, nsbox_error **err, int e, const char *member, const
  * what the layer means (a symlink has no entries to white out). */
 static void whiteout(importer *im, const char *dir, const char *name)
 {
-	int dfd = open_beneath(im->root_fd, *dir ? dir : ".", O_RDONLY | O_DIRECTORY);
+	int dfd = open_beneath(im->root_fd, *dir ? dir : ".", O_RDONLY | O_DIRECTORY, BENEATH_NO_XDEV);
 	if (dfd < 0)
 		return;
 	if (name) {
@@ -94,7 +94,7 @@ static void whiteout(importer *im, const char *dir, const char *name)
  * when it is something else than a regular file there. */
 int layer_open(int dirfd, const char *rel)
 {
-	int fd = open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK);
+	int fd = open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK, BENEATH_NO_XDEV);
 	if (fd == -ELOOP || fd == -EXDEV || fd == -ENOTDIR)
 		return -EPERM;
 	struct stat st;
@@ -169,7 +169,7 @@ static int parent_beneath(importer *im, const char *name, nsbox_error **err)
 		return 0;
 	char dir[PATH_MAX];
 	import_path_fmt(dir, sizeof(dir), "%.*s", (int) (slash - name), name);
-	int fd = open_beneath(im->root_fd, dir, O_PATH | O_DIRECTORY);
+	int fd = open_beneath(im->root_fd, dir, O_PATH | O_DIRECTORY, BENEATH_NO_XDEV);
 	if (fd >= 0) {
 		close(fd);
 		return 0;
@@ -235,7 +235,7 @@ int layer_extract(importer *im, int layer, nsbox_error **err)
 			/* The target is named from the root with no symlink on
 			 * the way (link(2) itself does not follow the last one),
 			 * so the link is to a file of the image, never the host's. */
-			int t = im->root_fd >= 0 ? open_beneath(im->root_fd, target, O_PATH) : 0;
+			int t = im->root_fd >= 0 ? open_beneath(im->root_fd, target, O_PATH, BENEATH_NO_XDEV) : 0;
 			if (t < 0) {
 				r = import_err(im, err, EXDEV, name, "refused: a hard link to nothing of the image (or through a symlink)");
 				break;

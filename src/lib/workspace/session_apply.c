@@ -28,10 +28,7 @@
  * symlink where the session has a directory is a conflict). */
 int session_beneath(int root, const char *rel, unsigned flags)
 {
-	struct open_how how = { .flags = O_CLOEXEC | O_NOFOLLOW | flags,
-	                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	int fd = sys_openat2(root, *rel ? rel : ".", &how);
-	return fd < 0 ? -errno : fd;
+	return open_beneath(root, *rel ? rel : ".", (int) flags, 0);
 }
 
 /* rm -rf `name` in directory `at`, never following a symlink, at any depth. */
