@@ -324,6 +324,72 @@ START_TEST(test_open_beneath)
 }
 END_TEST
 
+static int count_visit(int parent, const char *name, const struct stat *st, int sub, void *ctx)
+{
+	(void) parent;
+	int *n = ctx;
+	n[0]++;
+	if (S_ISDIR(st->st_mode))
+		ck_assert_int_ge(sub, 0);
+	else
+		ck_assert_int_eq(sub, -1);
+	return !strcmp(name, "skipme") ? TREE_SKIP : !strcmp(name, "stop") ? -ECANCELED : 0;
+}
+
+/* tree_walk: every entry once, no symlink followed, TREE_SKIP, -errno ends
+ * it, too deep is -ELOOP; tree_usage counts what is there. */
+START_TEST(test_tree_walk)
+{
+	ck_assert_int_eq(mkdir(at("t"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("t/a"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("t/a/b"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("t/skipme"), 0755), 0);
+	touch("t/skipme/hidden");
+	touch("t/a/b/f");
+	ck_assert_int_eq(mkdir(at("big"), 0755), 0);
+	int fd = open(at("big/data"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	static char block[1 << 20];
+	memset(block, 'x', sizeof(block));
+	ck_assert_int_eq(write(fd, block, sizeof(block)), (int) sizeof(block));
+	close(fd);
+	ck_assert_int_eq(symlink(at2("big"), at("t/link")), 0);
+	int t = open(at("t"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(t, 0);
+	int n[1] = { 0 };
+	/* a, a/b, a/b/f, skipme, link: not skipme/hidden, nothing under link */
+	ck_assert_int_eq(tree_walk(t, 0, count_visit, n), 0);
+	ck_assert_int_eq(n[0], 5);
+	/* The 1 MB beside the tree is not reached through the symlink. */
+	ck_assert_uint_lt(tree_usage(t), 1 << 20);
+	int b = open(at("big"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_uint_ge(tree_usage(b), 1 << 20);
+	close(b);
+	touch("t/a/stop");
+	n[0] = 0;
+	ck_assert_int_eq(tree_walk(t, 0, count_visit, n), -ECANCELED);
+	close(t);
+	/* Deeper than TREE_MAX_DEPTH: -ELOOP, or passed over when asked. */
+	ck_assert_int_eq(mkdir(at("deep"), 0755), 0);
+	int cur = open(at("deep"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int top = dup(cur);
+	for (int i = 0; i < TREE_MAX_DEPTH + 2; i++) {
+		ck_assert_int_eq(mkdirat(cur, "d", 0755), 0);
+		int next = openat(cur, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_ge(next, 0);
+		close(cur);
+		cur = next;
+	}
+	close(cur);
+	n[0] = 0;
+	ck_assert_int_eq(tree_walk(top, 0, count_visit, n), -ELOOP);
+	n[0] = 0;
+	ck_assert_int_eq(tree_walk(top, TREE_KEEP_GOING, count_visit, n), 0);
+	ck_assert_int_eq(n[0], TREE_MAX_DEPTH + 1);
+	close(top);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("fsutil");
@@ -336,5 +402,6 @@ int main(void)
 	tcase_add_test(tc, test_bad_fd);
 	tcase_add_test(tc, test_remove_denied);
 	tcase_add_test(tc, test_open_beneath);
+	tcase_add_test(tc, test_tree_walk);
 	return unit_run("fsutil", tc);
 }

@@ -15,6 +15,97 @@
 #include "base/fsutil.h"
 #include "base/syscalls.h"
 
+static int walk_dir(int fd, dev_t dev, unsigned depth, unsigned flags, tree_visit_fn visit, void *ctx)
+{
+	if (depth > TREE_MAX_DEPTH) {
+		close(fd);
+		return flags & TREE_KEEP_GOING ? 0 : -ELOOP;
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		return flags & TREE_KEEP_GOING ? 0 : -e;
+	}
+	bool keep_going = flags & TREE_KEEP_GOING;
+	struct dirent *e;
+	int r = 0;
+	while (r == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			/* Gone since it was listed: nothing to walk. */
+			r = keep_going || errno == ENOENT ? 0 : -errno;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			r = visit(dirfd(d), e->d_name, &st, -1, ctx);
+			r = r == TREE_SKIP ? 0 : r;
+			continue;
+		}
+		if (st.st_dev != dev)
+			continue;   /* a mount left inside (a build's /proc): not ours */
+		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat sst;
+		if (sub >= 0 && (fstat(sub, &sst) < 0 || sst.st_dev != st.st_dev || sst.st_ino != st.st_ino)) {
+			close(sub);   /* swapped since it was looked at */
+			sub = -1;
+			errno = ESTALE;
+		}
+		if (sub < 0) {
+			if (!keep_going) {
+				r = -errno;
+				continue;
+			}
+			r = visit(dirfd(d), e->d_name, &st, -1, ctx);
+			r = r == TREE_SKIP ? 0 : r;
+			continue;
+		}
+		r = visit(dirfd(d), e->d_name, &st, sub, ctx);
+		if (r == 0)
+			r = walk_dir(sub, dev, depth + 1, flags, visit, ctx);
+		else {
+			close(sub);
+			r = r == TREE_SKIP ? 0 : r;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int tree_walk(int dirfd, unsigned flags, tree_visit_fn visit, void *ctx)
+{
+	struct stat st;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	return walk_dir(fd, st.st_dev, 0, flags, visit, ctx);
+}
+
+static int usage_visit(int dir, const char *name, const struct stat *st, int sub, void *ctx)
+{
+	(void) dir;
+	(void) name;
+	(void) sub;
+	*(uint64_t *) ctx += (uint64_t) st->st_blocks * 512;
+	return 0;
+}
+
+uint64_t tree_usage(int dirfd)
+{
+	struct stat st;
+	if (fstat(dirfd, &st) < 0)
+		return 0;
+	uint64_t bytes = (uint64_t) st.st_blocks * 512;
+	(void) tree_walk(dirfd, TREE_KEEP_GOING, usage_visit, &bytes);
+	return bytes;
+}
+
 int open_beneath(int dirfd, const char *rel, int flags, unsigned opts)
 {
 	uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;

@@ -2,6 +2,8 @@
 #ifndef NSBOX_FSUTIL_H
 #define NSBOX_FSUTIL_H
 
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* mkdir -p: every missing component with `mode`. 0 or -errno. */
@@ -30,5 +32,30 @@ enum {
  * as it is ("" is ENOENT, as for openat). An fd, or -errno (errno set).
  * A system call only: the child may call it. */
 int open_beneath(int dirfd, const char *rel, int flags, unsigned opts);
+
+/* What tree_walk shows its visitor: the entry `name` of the directory open
+ * at `dir`, as lstat saw it; for a directory, `sub` is that directory
+ * opened (O_DIRECTORY|O_NOFOLLOW, the same inode), else -1. The visitor
+ * returns 0 to go on (into the directory), TREE_SKIP not to enter it, or
+ * -errno to end the walk with that. */
+typedef int (*tree_visit_fn)(int dir, const char *name, const struct stat *st, int sub, void *ctx);
+#define TREE_SKIP 1
+#define TREE_MAX_DEPTH 512
+enum {
+	/* An entry that cannot be read or entered is passed over (shown with
+	 * sub -1 when it is a directory), not the end of the walk. */
+	TREE_KEEP_GOING = 1 << 0,
+};
+/* Walk the tree under the directory fd `dirfd` (itself not shown),
+ * depth-first, parents before their entries, anchored to directory fds
+ * (one per level; deeper than TREE_MAX_DEPTH is -ELOOP), never following
+ * a symlink and never entering another filesystem (a directory on another
+ * device, a mount left inside, is neither shown nor entered). An entry gone
+ * between readdir and lstat is passed over. 0 or -errno. */
+int tree_walk(int dirfd, unsigned flags, tree_visit_fn visit, void *ctx);
+/* du: the bytes allocated to the tree at `dirfd`, itself included, by
+ * tree_walk with TREE_KEEP_GOING (what cannot be read is not counted;
+ * hard links count each time). */
+uint64_t tree_usage(int dirfd);
 
 #endif

@@ -26,7 +26,6 @@
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -760,16 +759,6 @@ int nsbox_image_build(const nsbox_image_build_options *opts, nsbox_error **err)
 	return o.spec ? build_from_spec(&o, err) : image_build_recipe(&o, err);
 }
 
-static uint64_t prune_bytes;
-static int prune_du(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void) path;
-	(void) type;
-	(void) f;
-	prune_bytes += (uint64_t) st->st_blocks * 512;
-	return 0;
-}
-
 int nsbox_image_prune(uint64_t *freed, nsbox_error **err)
 {
 	if (freed)
@@ -785,8 +774,7 @@ int nsbox_image_prune(uint64_t *freed, nsbox_error **err)
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return nsbox_err_hint(err, errno == EWOULDBLOCK ? EBUSY : errno, "image", "try again when it is done",
 		                      "prune '%s': a build is using the layers", layers);
-	prune_bytes = 0;
-	(void) nftw(layers, prune_du, 32, FTW_PHYS | FTW_MOUNT);
+	uint64_t prune_bytes = tree_usage(fd);
 	int dup_fd = dup(fd);
 	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
 	if (!d) {

@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fsutil.h"
 #include "plan/idmap.h"
 #include "image/image_owners.h"
 
-#define MAX_DEPTH 512
 #define OVERFLOW_ID 65534u
 
 static uint32_t shifted(uint32_t id, uint32_t base, unsigned long *overflow)
@@ -92,73 +92,25 @@ static int shift_entry(int dfd, const char *name, const struct stat *st, const s
 	return fchownat(dfd, name, u, g, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-static int shift_dir(int fd, dev_t dev, int depth, const shift_ctx *c)
+/* A directory comes before what is in it: its old owner may add no entry
+ * behind the walk. (The image's root alone comes last: see shift_tree.) */
+static int shift_visit(int dir, const char *name, const struct stat *st, int sub, void *ctx)
 {
-	if (depth > MAX_DEPTH) {
-		close(fd);
-		return -ELOOP;
-	}
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	struct dirent *e;
-	int r = 0;
-	while (r == 0 && (e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    !strncmp(e->d_name, ".nsbox-shift-", 13))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = -errno;
-			break;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			r = shift_entry(dirfd(d), e->d_name, &st, c);
-			continue;
-		}
-		if (st.st_dev != dev)
-			continue;   /* a mount left inside: not ours */
-		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0) {
-			r = -errno;
-			break;
-		}
-		struct stat sst;
-		if (fstat(sub, &sst) < 0 || sst.st_ino != st.st_ino) {
-			close(sub);
-			r = -ESTALE;
-			break;
-		}
-		/* A directory before what is in it: its old owner may add no
-		 * entry behind the walk. (The image's root alone comes last:
-		 * see shift_tree.) */
-		r = shift_entry(dirfd(d), e->d_name, &st, c);
-		if (r < 0)
-			close(sub);
-		else
-			r = shift_dir(sub, dev, depth + 1, c);
-	}
-	closedir(d);
-	return r;
+	(void) sub;
+	if (!strncmp(name, ".nsbox-shift-", 13))
+		return TREE_SKIP;   /* replace_copy's own */
+	return shift_entry(dir, name, st, ctx);
 }
 
 int shift_tree(int dirfd, uint32_t uid_base, uint32_t gid_base, bool replace, unsigned long *overflow)
 {
 	struct stat st;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
+	if (fstat(dirfd, &st) < 0)
+		return -errno;
 	const shift_ctx c = { .ub = uid_base, .gb = gid_base, .overflow = overflow, .replace = replace };
 	/* The root last: its owner says the store is shifted (rootfs.c,
 	 * image ls), so an interrupted pass is seen and finished. */
-	int r = shift_dir(fd, st.st_dev, 0, &c);
+	int r = tree_walk(dirfd, 0, shift_visit, (void *) &c);
 	return r ?: shift_entry(dirfd, ".", &st, &c);
 }
 

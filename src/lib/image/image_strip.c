@@ -14,11 +14,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
 #include "image/image_strip.h"
 #include "base/syscalls.h"
-
-/* Directory depth we walk; each level holds one fd. */
-#define MAX_DEPTH 512
 
 static int strip_file(int dfd, const char *name, const struct stat *st, image_stripped *s)
 {
@@ -58,58 +56,15 @@ static int strip_file(int dfd, const char *name, const struct stat *st, image_st
 	return r;
 }
 
-static int strip_dir(int fd, dev_t dev, int depth, image_stripped *s)
+static int strip_visit(int dir, const char *name, const struct stat *st, int sub, void *ctx)
 {
-	if (depth > MAX_DEPTH) {
-		close(fd);
-		return -ELOOP;
-	}
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	struct dirent *e;
-	int r = 0;
-	while (r == 0 && (e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = -errno;
-			break;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			r = strip_file(dirfd(d), e->d_name, &st, s);
-			continue;
-		}
-		if (st.st_dev != dev)
-			continue;   /* a mount left inside (a build's /proc): not ours */
-		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		/* No directory writable by group or others (see strip_entry). */
-		if (sub < 0)
-			r = -errno;
-		else if ((st.st_mode & 022) && fchmod(sub, st.st_mode & 07755) < 0) {
-			r = -errno;
-			close(sub);
-		} else
-			r = strip_dir(sub, dev, depth + 1, s);
-	}
-	closedir(d);
-	return r;
+	if (sub < 0)
+		return strip_file(dir, name, st, ctx);
+	/* No directory writable by group or others (see strip_entry). */
+	return (st->st_mode & 022) && fchmod(sub, st->st_mode & 07755) < 0 ? -errno : 0;
 }
 
 int strip_tree(int dirfd, image_stripped *s)
 {
-	struct stat st;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	return strip_dir(fd, st.st_dev, 0, s);
+	return tree_walk(dirfd, 0, strip_visit, s);
 }
-

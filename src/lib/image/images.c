@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,16 +52,6 @@ bool image_name_valid(const char *s)
 		if (!(isalnum((unsigned char) s[i]) || strchr("._-", s[i])))
 			return false;
 	return true;
-}
-
-static uint64_t du_total;
-static int du_entry(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void) path;
-	(void) type;
-	(void) f;
-	du_total += (uint64_t) st->st_blocks * 512;
-	return 0;
 }
 
 /* The host's Debian/Ubuntu archive, release and components. */
@@ -174,12 +163,11 @@ int image_write_meta_extra(const char *dir, const char *name, const char *source
 	struct tm tm;
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
 	snprintf(path, sizeof(path), "%.4000s/rootfs", dir);
-	du_total = 0;
-	(void) nftw(path, du_entry, 32, FTW_PHYS | FTW_MOUNT);
 	char digest[IMAGE_DIGEST_LEN];
 	_cleanup_close_ int root = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (root < 0)
 		return nsbox_err(err, errno, "image", "open '%s'", path);
+	uint64_t du_total = tree_usage(root);
 	int r = image_tree_digest(root, digest, err);
 	if (r < 0)
 		return r;
