@@ -117,6 +117,186 @@ static void close_fds(int *fds, size_t n)
 		}
 }
 
+/* What the stages of a spawn hand on: the child's ends (closed here once
+ * it has them), the supervisor's end of the socket pair, and whether the
+ * process was made dumpable for the length of the setup. */
+typedef struct spawn_state {
+	int child_stdio[3];
+	int close_after[4];
+	int sv[2];
+	bool undumpable;
+	bool in_cgroup;     /* cloned straight into its cgroup (v2) */
+} spawn_state;
+
+/* Stage 1, prepare: the plan, the cgroup, the streams, the socket pair.
+ * Nothing runs yet. */
+static int spawn_prepare(nsbox_sandbox *sb, const nsbox_spawn_options *o, spawn_state *st, nsbox_error **err)
+{
+	int r = plan_build(o->config, &sb->plan, err);
+	if (r == 0) {
+		sb->plan->trace = sb->trace;
+		sb->plan->keep = o->flags & NSBOX_SPAWN_KEEP;
+		sb->plan->tty = o->flags & NSBOX_SPAWN_TTY;
+		trace_mark(sb->trace, TR_PLAN);
+	}
+	r = r ?: setup_cgroup(sb, err);
+	trace_mark(sb->trace, TR_CGROUP);
+	r = r ?: spawn_open_streams(sb, o->stdin_fd, o->stdout_fd, o->stderr_fd, o->flags, st->child_stdio,
+	                            st->close_after, err);
+	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st->sv) < 0)
+		r = nsbox_err(err, errno, "spawn", "create socketpair");
+	if (r == 0)
+		st->close_after[3] = st->sv[1];
+	return r;
+}
+
+/* Stage 2, clone: the child in its new namespaces (child_main, which
+ * waits for the go-ahead), as the user that owns root's sandboxes. */
+static int spawn_clone(nsbox_sandbox *sb, spawn_state *st, nsbox_error **err)
+{
+	child_args args = { .plan = sb->plan, .sync_fd = st->sv[1],
+	                    .stdio = { st->child_stdio[0], st->child_stdio[1], st->child_stdio[2] },
+	                    .cg_tasks_fd = { -1 } };
+	/* Every controller's slot (an initializer list would go stale when
+	 * one is added: a 0 left there is stdin, written to and closed). */
+	for (int i = 0; i < CG_N; i++)
+		args.cg_tasks_fd[i] = -1;
+	uint64_t flags = sb->plan->clone_flags;
+	if (sb->cg && sb->cg->driver == CG_V1) {
+		int r = open_tasks_files(sb->cg, args.cg_tasks_fd, err);
+		if (r < 0)
+			return r;
+		/* The cgroup namespace is rooted where the child moves itself. */
+		flags &= ~(uint64_t) CLONE_NEWCGROUP;
+		args.unshare_cgroupns = true;
+	}
+	/* The child's /proc files are its owner's only while it is dumpable,
+	 * and it inherits our flag: a non-dumpable caller (a monitor, a CLI
+	 * that made itself so) is dumpable until the id maps are written and
+	 * the network helper has joined, or a rootless parent could write no
+	 * map. The flag is the process's; it is put back when the spawn ends. */
+	st->undumpable = sb->plan->rootless && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0;
+	if (st->undumpable)
+		(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	coverage_sandbox_prepare(sb->plan);
+	/* Root's sandbox: its user namespace is owned by its range, not root. */
+	owner_saved owner;
+	int r = owner_become(sb->plan, &owner);
+	if (r < 0) {
+		coverage_sandbox_end();
+		close_fds(args.cg_tasks_fd, CG_N);
+		return nsbox_err(err, -r, "namespaces", "create namespaces: take the sandbox range's uid %u",
+		                 (unsigned) sb->plan->host_setup_uid);
+	}
+	pid_t pid = clone_sandbox(flags, sb->cg && sb->cg->driver == CG_V2 ? sb->cg->dirfd : -1, &sb->pidfd,
+	                          &st->in_cgroup);
+	if (pid == 0) {
+		(void) close(st->sv[0]);
+		child_main(&args);
+	}
+	int clone_errno = errno;
+	owner_restore(&owner);
+	trace_mark(sb->trace, TR_CLONE);
+	coverage_sandbox_end();
+	close_fds(args.cg_tasks_fd, CG_N);
+	if (pid < 0)
+		return (clone_errno == EPERM || clone_errno == ENOSPC || clone_errno == EUSERS)
+		       ? nsbox_err_hint(err, clone_errno, "namespaces", userns_hint, "create namespaces")
+		       : nsbox_err(err, clone_errno, "namespaces", "create namespaces");
+	sb->pid = pid;
+	sb->sync_fd = TAKE_FD(st->sv[0]);
+	if (sb->stats_interval_ms && !sb->cg) {
+		/* Read now: once pid 1 is non-dumpable only root may. */
+		char path[64];
+		struct stat pst;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int) pid);
+		if (stat(path, &pst) == 0) {
+			sb->pidns_dev = pst.st_dev;
+			sb->pidns_ino = pst.st_ino;
+		}
+	}
+	close_fds(st->close_after, ARRAY_SIZE(st->close_after));
+	return 0;
+}
+
+/* Stage 3, release: the cgroup joined (v2 without CLONE_INTO_CGROUP),
+ * the id maps written, the network helper started, the idmapped trees
+ * made; then the go-ahead, with them. */
+static int spawn_release(nsbox_sandbox *sb, const spawn_state *st, nsbox_error **err)
+{
+	/* cgroup v2 without CLONE_INTO_CGROUP: the child waits for MSG_GO, so
+	 * joining the cgroup now still happens before it runs anything. */
+	int r;
+	if (sb->cg && sb->cg->driver == CG_V2 && !st->in_cgroup && (r = cgroup_attach(sb->cg, sb->pid, err)) < 0)
+		return nsbox_err_prefix(err, r, "set up resource limits");
+	r = idmap_write(sb->plan, sb->pid, err);
+	if (r < 0)
+		return nsbox_err_prefix(err, r, "set up user namespace");
+	trace_mark(sb->trace, TR_IDMAP);
+	/* --network user: the helper configures the sandbox's interface while
+	 * the child sets up; the child waits for MSG_NET_READY before it runs
+	 * the payload, which never sees a network that is not up yet. */
+	if (sb->plan->net_user && (r = netuser_start(&sb->plan->netuser, sb->pid, &sb->net, err)) < 0)
+		return r;
+	/* Root's workspace: the lower layer idmapped into the sandbox's user
+	 * namespace, which exists only now; it travels with the go-ahead. */
+	int ws_fd = -1;
+	if (sb->plan->ws.active && sb->plan->ws.idmap) {
+		ws_fd = ws_idmapped_lower(&sb->plan->ws, sb->plan->ws.user_uid, sb->plan->ws.user_gid, err);
+		if (ws_fd < 0)
+			return ws_fd;
+	}
+	/* Root's root filesystem, idmapped likewise so that its files keep
+	 * their owners inside. Where the filesystem cannot be idmapped the
+	 * child clones it plainly (files then read as nobody's, as rootless). */
+	int rootfs_fd = rootfs_idmapped(sb->plan, sb->pid);
+	msg go = { .type = MSG_GO, .index = (ws_fd >= 0 ? GO_WORKSPACE : 0) | (rootfs_fd >= 0 ? GO_ROOTFS : 0) };
+	int fds[2], nfds = 0;
+	if (ws_fd >= 0)
+		fds[nfds++] = ws_fd;
+	if (rootfs_fd >= 0)
+		fds[nfds++] = rootfs_fd;
+	ssize_t sent = fd_send(sb->sync_fd, &go, sizeof(go), fds, nfds);
+	int send_errno = sent < 0 ? (int) -sent : EPROTO;
+	close_fds(fds, (size_t) nfds);
+	if (sent != (ssize_t) sizeof(go)) {
+		/* A child that failed before the go-ahead (joining its cgroups)
+		 * said why before it exited: that is the error, not our EPIPE. */
+		msg why;
+		if (recv(sb->sync_fd, &why, sizeof(why), MSG_DONTWAIT) == (ssize_t) sizeof(why) &&
+		    why.type == MSG_ERROR)
+			return step_error(sb->plan, &why, err);
+		return nsbox_err(err, send_errno, "spawn", "release the sandbox");
+	}
+	trace_mark(sb->trace, TR_GO);
+	return 0;
+}
+
+/* Stage 4, finish: while the child sets up on another CPU, the janitor
+ * (were we killed before it exists, the next run collects the cgroup: its
+ * name carries our pid), the network helper's readiness, and a long-lived
+ * sandbox's keeper saying it takes commands. */
+static int spawn_finish(nsbox_sandbox *sb, nsbox_error **err)
+{
+	int r;
+	if (sb->cg) {
+		if ((r = janitor_start(&sb->plan->cg_host, sb->cg_name, &sb->jan, err)) < 0)
+			return r;
+		trace_mark(sb->trace, TR_JANITOR);
+	}
+	if (sb->plan->net_user) {
+		if ((r = netuser_wait(&sb->plan->netuser, &sb->net, err)) < 0)
+			return r;
+		/* A child that failed its setup meanwhile is gone: what it
+		 * reported is the error, found by the supervisor. */
+		msg ready = { .type = MSG_NET_READY };
+		(void) send(sb->sync_fd, &ready, sizeof(ready), MSG_NOSIGNAL);
+	}
+	if (sb->plan->keep && (r = keep_wait_ready(sb, err)) < 0)
+		return r;
+	return 0;
+}
+
 int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error **err)
 {
 	if (!o || !out || !o->config || o->version < 1 || o->version > NSBOX_SPAWN_OPTIONS_VERSION ||
@@ -141,187 +321,22 @@ int nsbox_spawn(const nsbox_spawn_options *o, nsbox_sandbox **out, nsbox_error *
 	clock_gettime(CLOCK_MONOTONIC, &sb->start);
 	sb->trace = trace_start();
 
-	int child_stdio[3] = { -1, -1, -1 }, close_after[4] = { -1, -1, -1, -1 };
-	int sv[2] = { -1, -1 };
-	bool undumpable = false;
-	int r = plan_build(o->config, &sb->plan, err);
-	if (r == 0) {
-		sb->plan->trace = sb->trace;
-		sb->plan->keep = o->flags & NSBOX_SPAWN_KEEP;
-		sb->plan->tty = o->flags & NSBOX_SPAWN_TTY;
-		trace_mark(sb->trace, TR_PLAN);
-	}
-	r = r ?: setup_cgroup(sb, err);
-	trace_mark(sb->trace, TR_CGROUP);
-	r = r ?: spawn_open_streams(sb, o->stdin_fd, o->stdout_fd, o->stderr_fd, o->flags, child_stdio, close_after, err);
-	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		r = nsbox_err(err, errno, "spawn", "create socketpair");
-	if (r < 0)
-		goto fail;
-	close_after[3] = sv[1];
-
-	child_args args = { .plan = sb->plan, .sync_fd = sv[1],
-	                    .stdio = { child_stdio[0], child_stdio[1], child_stdio[2] },
-	                    .cg_tasks_fd = { -1 } };
-	/* Every controller's slot (an initializer list would go stale when
-	 * one is added: a 0 left there is stdin, written to and closed). */
-	for (int i = 0; i < CG_N; i++)
-		args.cg_tasks_fd[i] = -1;
-	uint64_t flags = sb->plan->clone_flags;
-	if (sb->cg && sb->cg->driver == CG_V1) {
-		r = open_tasks_files(sb->cg, args.cg_tasks_fd, err);
-		if (r < 0)
-			goto fail;
-		/* The cgroup namespace is rooted where the child moves itself. */
-		flags &= ~(uint64_t) CLONE_NEWCGROUP;
-		args.unshare_cgroupns = true;
-	}
-	bool in_cgroup = false;
-	/* The child's /proc files are its owner's only while it is dumpable,
-	 * and it inherits our flag: a non-dumpable caller (a monitor, a CLI
-	 * that made itself so) is dumpable until the id maps are written and
-	 * the network helper has joined, or a rootless parent could write no
-	 * map. The flag is the process's; it is put back below. */
-	undumpable = sb->plan->rootless && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0;
-	if (undumpable)
-		(void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	coverage_sandbox_prepare(sb->plan);
-	/* Root's sandbox: its user namespace is owned by its range, not root. */
-	owner_saved owner;
-	r = owner_become(sb->plan, &owner);
-	if (r < 0) {
-		coverage_sandbox_end();
-		close_fds(args.cg_tasks_fd, CG_N);
-		(void) nsbox_err(err, -r, "namespaces", "create namespaces: take the sandbox range's uid %u",
-		                 (unsigned) sb->plan->host_setup_uid);
-		goto fail;
-	}
-	pid_t pid = clone_sandbox(flags, sb->cg && sb->cg->driver == CG_V2 ? sb->cg->dirfd : -1,
-	                          &sb->pidfd, &in_cgroup);
-	if (pid == 0) {
-		(void) close(sv[0]);
-		child_main(&args);
-	}
-	int clone_errno = errno;
-	owner_restore(&owner);
-	errno = clone_errno;
-	trace_mark(sb->trace, TR_CLONE);
-	coverage_sandbox_end();
-	close_fds(args.cg_tasks_fd, CG_N);
-	if (pid < 0) {
-		int e = errno;
-		r = (e == EPERM || e == ENOSPC || e == EUSERS)
-			? nsbox_err_hint(err, e, "namespaces", userns_hint, "create namespaces")
-			: nsbox_err(err, e, "namespaces", "create namespaces");
-		goto fail;
-	}
-	sb->pid = pid;
-	sb->sync_fd = TAKE_FD(sv[0]);
-	if (sb->stats_interval_ms && !sb->cg) {
-		/* Read now: once pid 1 is non-dumpable only root may. */
-		char path[64];
-		struct stat st;
-		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int) pid);
-		if (stat(path, &st) == 0) {
-			sb->pidns_dev = st.st_dev;
-			sb->pidns_ino = st.st_ino;
-		}
-	}
-	close_fds(close_after, ARRAY_SIZE(close_after));
-
-	/* cgroup v2 without CLONE_INTO_CGROUP: the child waits for MSG_GO, so
-	 * joining the cgroup now still happens before it runs anything. */
-	if (sb->cg && sb->cg->driver == CG_V2 && !in_cgroup) {
-		r = cgroup_attach(sb->cg, pid, err);
-		if (r < 0) {
-			(void) nsbox_err_prefix(err, r, "set up resource limits");
-			goto fail;
-		}
-	}
-	r = idmap_write(sb->plan, pid, err);
-	if (r < 0) {
-		(void) nsbox_err_prefix(err, r, "set up user namespace");
-		goto fail;
-	}
-	trace_mark(sb->trace, TR_IDMAP);
-	/* --network user: the helper configures the sandbox's interface while
-	 * the child sets up; the child waits for MSG_NET_READY before it runs
-	 * the payload, which never sees a network that is not up yet. */
-	if (sb->plan->net_user) {
-		r = netuser_start(&sb->plan->netuser, pid, &sb->net, err);
-		if (r < 0)
-			goto fail;
-	}
-	/* Root's workspace: the lower layer idmapped into the sandbox's user
-	 * namespace, which exists only now; it travels with the go-ahead. */
-	int ws_fd = -1;
-	if (sb->plan->ws.active && sb->plan->ws.idmap) {
-		ws_fd = ws_idmapped_lower(&sb->plan->ws, sb->plan->ws.user_uid, sb->plan->ws.user_gid, err);
-		if (ws_fd < 0) {
-			r = ws_fd;
-			goto fail;
-		}
-	}
-	/* Root's root filesystem, idmapped likewise so that its files keep
-	 * their owners inside. Where the filesystem cannot be idmapped the
-	 * child clones it plainly (files then read as nobody's, as rootless). */
-	int rootfs_fd = rootfs_idmapped(sb->plan, pid);
-	msg go = { .type = MSG_GO, .index = (ws_fd >= 0 ? GO_WORKSPACE : 0) | (rootfs_fd >= 0 ? GO_ROOTFS : 0) };
-	int fds[2], nfds = 0;
-	if (ws_fd >= 0)
-		fds[nfds++] = ws_fd;
-	if (rootfs_fd >= 0)
-		fds[nfds++] = rootfs_fd;
-	ssize_t sent = fd_send(sb->sync_fd, &go, sizeof(go), fds, nfds);
-	int send_errno = sent < 0 ? (int) -sent : EPROTO;
-	close_fds(fds, (size_t) nfds);
-	if (sent != (ssize_t) sizeof(go)) {
-		/* A child that failed before the go-ahead (joining its cgroups)
-		 * said why before it exited: that is the error, not our EPIPE. */
-		msg why;
-		if (recv(sb->sync_fd, &why, sizeof(why), MSG_DONTWAIT) == (ssize_t) sizeof(why) &&
-		    why.type == MSG_ERROR)
-			r = step_error(sb->plan, &why, err);
-		else
-			r = nsbox_err(err, send_errno, "spawn", "release the sandbox");
-		goto fail;
-	}
-	trace_mark(sb->trace, TR_GO);
-	/* The janitor is started while the child sets up on another CPU. Were
-	 * we killed before it exists, the next run collects the cgroup (its
-	 * name carries our pid). */
-	if (sb->cg) {
-		r = janitor_start(&sb->plan->cg_host, sb->cg_name, &sb->jan, err);
-		if (r < 0)
-			goto fail;
-		trace_mark(sb->trace, TR_JANITOR);
-	}
-	if (sb->plan->net_user) {
-		r = netuser_wait(&sb->plan->netuser, &sb->net, err);
-		if (r < 0)
-			goto fail;
-		/* A child that failed its setup meanwhile is gone: what it
-		 * reported is the error, found by the supervisor. */
-		msg ready = { .type = MSG_NET_READY };
-		(void) send(sb->sync_fd, &ready, sizeof(ready), MSG_NOSIGNAL);
-	}
-	if (sb->plan->keep) {
-		r = keep_wait_ready(sb, err);
-		if (r < 0)
-			goto fail;
-	}
-	if (undumpable)
+	spawn_state st = { .child_stdio = { -1, -1, -1 }, .close_after = { -1, -1, -1, -1 }, .sv = { -1, -1 } };
+	int r = spawn_prepare(sb, o, &st, err);
+	r = r ?: spawn_clone(sb, &st, err);
+	r = r ?: spawn_release(sb, &st, err);
+	r = r ?: spawn_finish(sb, err);
+	if (st.undumpable)
 		(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (r < 0) {
+		close_fds(st.close_after, ARRAY_SIZE(st.close_after));
+		close_fds(st.sv, 2);
+		nsbox_sandbox_free(sb);
+		return r;
+	}
 	trace_mark(sb->trace, TR_SPAWNED);
 	*out = sb;
 	return 0;
-fail:
-	if (undumpable)
-		(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	close_fds(close_after, ARRAY_SIZE(close_after));
-	close_fds(sv, 2);
-	nsbox_sandbox_free(sb);
-	return r;
 }
 
 int nsbox_sandbox_pidfd(const nsbox_sandbox *sb) { return sb && !sb->remote ? sb->pidfd : -EINVAL; }
