@@ -148,7 +148,7 @@ int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **
 	return 0;
 }
 
-void janitor_finish(janitor *j)
+static void janitor_wake(janitor *j)
 {
 	if (j->pid > 0) {
 		/* Out of the idle class first: on busy CPUs it could wait long. */
@@ -157,6 +157,19 @@ void janitor_finish(janitor *j)
 	}
 	if (j->wake >= 0)
 		close(j->wake);
+}
+
+void janitor_leave(janitor *j)
+{
+	janitor_wake(j);
+	if (j->pidfd >= 0)
+		close(j->pidfd);
+	*j = (janitor){ .pid = 0, .pidfd = -1, .wake = -1 };
+}
+
+void janitor_finish(janitor *j)
+{
+	janitor_wake(j);
 	if (j->pidfd >= 0) {
 		siginfo_t si;
 		while (waitid(P_PIDFD, (id_t) j->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
