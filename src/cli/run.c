@@ -180,7 +180,7 @@ int run_with(int argc, char **argv, const run_extra *extra)
 	int sfd = cli_signals_to_fd(&old, a.tty);
 	nsbox_run_options o = {
 		.version = NSBOX_RUN_OPTIONS_VERSION,
-		.flags = ((a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0) | NSBOX_RUN_UNDUMPABLE |
+		.flags = ((a.json || a.max_output) ? NSBOX_SPAWN_CAPTURE : 0) | NSBOX_RUN_UNDUMPABLE | NSBOX_RUN_EXITING |
 		         (a.tty ? NSBOX_SPAWN_TTY : 0),
 		.config = cfg,
 		.lang = extra ? extra->lang : NULL,

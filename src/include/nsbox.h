@@ -461,6 +461,14 @@ void nsbox_cancel_free(nsbox_cancel *c);
  * and as before afterwards: for a process that runs one sandbox at a time
  * (the nsbox command), not for threaded embedders. */
 #define NSBOX_RUN_UNDUMPABLE (1u << 3)
+/* The caller exits as soon as nsbox_run() returns and the record is out
+ * (the nsbox command), and no other thread of it waits for children: a
+ * fresh run's cgroups are still removed before the return, but the
+ * janitor process that guarded them is woken and not waited for; it
+ * exits on its own (nothing is left for it) and the caller's parent's
+ * reaper collects it once the caller is gone. Not for long-lived
+ * embedders: each run would leave a zombie child until they exit. */
+#define NSBOX_RUN_EXITING (1u << 6)
 
 #define NSBOX_RUN_OPTIONS_VERSION 1
 /* A run's (or an exec's) timeout_ms meaning none at all, whatever the

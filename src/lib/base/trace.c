@@ -35,7 +35,7 @@ static const char *const names[TR_N] = {
 	[TR_REAPED] = "supervisor: pid 1 reaped",
 	[TR_STATS] = "supervisor: cgroup statistics read",
 	[TR_CG_REMOVED] = "supervisor: cgroups removed",
-	[TR_JANITOR_DONE] = "supervisor: janitor reaped",
+	[TR_JANITOR_DONE] = "supervisor: janitor reaped (or left: NSBOX_RUN_EXITING)",
 	[TR_RESULT] = "supervisor: result built",
 	[TR_FREED] = "supervisor: sandbox freed",
 };

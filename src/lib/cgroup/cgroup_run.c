@@ -112,6 +112,9 @@ static int create_v2(cgroup *cg, const char *parent, const char *name, const cg_
 static int create_v1(cgroup *cg, const cg_host *h, const char *name, const cg_limits *l,
                      nsbox_error **err)
 {
+	/* The memory directory first (CG_MEMORY is 0) and removed last: while
+	 * any directory of a run exists, its memory one does, and the
+	 * collector of stale cgroups reads that hierarchy alone. */
 	for (int i = 0; i < CG_N; i++) {
 		if (!h->parent[i] || (i == CG_FREEZER && !l->freezer))
 			continue;   /* cpuacct and freezer are optional (see cgroup_create) */
@@ -333,7 +336,9 @@ int cgroup_destroy(cgroup *cg)
 	for (int i = CG_N - 1; i >= 0; i--) {
 		if (!cg->path[i])
 			continue;
-		int e = remove_dir(cg->path[i]);
+		/* v1: a directory that would not go keeps the memory one, the
+		 * mark by which the janitor or a later run's collector finds it. */
+		int e = i == CG_MEMORY && cg->driver == CG_V1 && r < 0 ? 0 : remove_dir(cg->path[i]);
 		r = r ?: e;
 		free(cg->path[i]);
 	}
@@ -389,30 +394,47 @@ bool cgroup_name_owner(const char *name, pid_t *pid, uint64_t *pidns)
 	return true;
 }
 
-void cgroup_collect_stale(const cg_host *h)
+/* A stale run's directories below every parent, the memory one last (v1)
+ * and only once the others are gone: it stays the mark until then. */
+static void remove_stale(const cg_host *h, const char *name)
 {
-	uint64_t own_ns = cgroup_own_pidns();
-	for (int i = 0; i < CG_N; i++) {
+	bool left = false;
+	for (int i = CG_N - 1; i >= 0; i--) {
 		if (!h->parent[i])
 			continue;
-		DIR *d = opendir(h->parent[i]);
-		if (!d)
-			continue;
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			pid_t pid;
-			uint64_t ns;
-			/* Judged only by a collector in the owner's pid namespace
-			 * (elsewhere the pid names another process, or none), and
-			 * only when that process is gone. An empty directory is
-			 * all rmdir will ever remove. */
-			if (!cgroup_name_owner(e->d_name, &pid, &ns) || (ns && ns != own_ns) ||
-			    pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
-				continue;
-			char path[PATH_MAX];
-			snprintf(path, sizeof(path), "%s/%s", h->parent[i], e->d_name);
-			(void) rmdir(path);
-		}
-		closedir(d);
+		if (i == CG_MEMORY && h->driver == CG_V1 && left)
+			break;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", h->parent[i], name);
+		if (rmdir(path) < 0 && errno != ENOENT)
+			left = true;
 	}
+}
+
+void cgroup_collect_stale(const cg_host *h)
+{
+	/* One directory to read, whatever the driver: v2's parent, or v1's
+	 * memory hierarchy, where every run's set of directories is made
+	 * first and removed last (create_v1, cgroup_destroy, the janitor). */
+	const char *where = h->driver == CG_V1 ? h->parent[CG_MEMORY] : h->parent[0];
+	if (!where)
+		return;
+	DIR *d = opendir(where);
+	if (!d)
+		return;
+	uint64_t own_ns = cgroup_own_pidns();
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		pid_t pid;
+		uint64_t ns;
+		/* Judged only by a collector in the owner's pid namespace
+		 * (elsewhere the pid names another process, or none), and
+		 * only when that process is gone. An empty directory is
+		 * all rmdir will ever remove. */
+		if (!cgroup_name_owner(e->d_name, &pid, &ns) || (ns && ns != own_ns) ||
+		    pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		remove_stale(h, e->d_name);
+	}
+	closedir(d);
 }

@@ -197,7 +197,8 @@ static int check_options(const nsbox_run_options *o, nsbox_error **err)
 	int targets = !!o->config + !!o->sandbox + !!o->context + !!o->pool;
 	if (targets != 1)
 		return nsbox_err_invalid(err, "run", "run: give exactly one of config, sandbox, context and pool");
-	if (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD | NSBOX_RUN_UNDUMPABLE | NSBOX_SPAWN_TTY))
+	if (o->flags & ~(NSBOX_SPAWN_CAPTURE | NSBOX_EXEC_ENV_ADD | NSBOX_RUN_UNDUMPABLE | NSBOX_SPAWN_TTY |
+	                 NSBOX_RUN_EXITING))
 		return nsbox_err(err, EINVAL, "run", "run: unknown flags");
 	if ((o->flags & NSBOX_SPAWN_TTY) && ((o->flags & NSBOX_SPAWN_CAPTURE) || o->context || o->pool))
 		return nsbox_err_invalid(err, "run", "run: a terminal (NSBOX_SPAWN_TTY) is for a command whose output "
@@ -440,6 +441,8 @@ static int run_command(run *r, nsbox_result **res, nsbox_error **err)
 	case T_POOL: rc = r->cold_reason ? start_fresh(r, r->own, &sb, &e) : take_warm(r, &sb, &e); break;
 	default: rc = -EINVAL; break;
 	}
+	if (rc == 0 && r->t == T_FRESH)
+		sb->exiting = r->o->flags & NSBOX_RUN_EXITING;
 	if (rc == 0) {
 		rc = supervise(r, sb, res, &e);
 		if (r->t == T_POOL && !r->cold_reason)

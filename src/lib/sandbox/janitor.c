@@ -34,6 +34,7 @@ typedef struct janitor_plan {
 	char thaw_file[PATH_MAX + 16];   /* v1 freezer.state (a paused sandbox's tasks cannot die frozen), or "" */
 	int n;
 	bool idle;                       /* wait in the idle scheduling class */
+	bool mark_last;                  /* v1: dirs[n - 1] is the memory one, removed last */
 	bool dump;                       /* coverage builds: dump the counts at the end */
 } janitor_plan;
 
@@ -80,13 +81,21 @@ __attribute__((noreturn)) static void janitor_main(const janitor_plan *jp, int w
 			close(fd);
 		}
 	}
-	for (int i = 0; i < jp->n; i++)
+	bool left = false;
+	for (int i = 0; i < jp->n; i++) {
+		/* v1: the memory directory (last) is the mark by which a later
+		 * run's collector finds what would not go: kept while any is. */
+		if (jp->mark_last && i == jp->n - 1 && left)
+			break;
+		int r = -1;
 		for (int t = 0; t < JANITOR_PATIENCE_MS / 5; t++) {
-			if (rmdir(jp->dirs[i]) == 0 || errno != EBUSY)
+			if ((r = rmdir(jp->dirs[i])) == 0 || errno != EBUSY)
 				break;
 			struct timespec ts = { 0, 5000000 };
 			nanosleep(&ts, NULL);
 		}
+		left |= r < 0 && errno != ENOENT;
+	}
 	if (jp->dump)
 		coverage_dump();
 	_exit(0);
@@ -111,6 +120,8 @@ int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **
 			snprintf(jp->dirs[jp->n++], PATH_MAX, "%s", dir);
 	}
 	jp->idle = geteuid() == 0;
+	jp->mark_last = h->driver == CG_V1 && jp->n > 0 && h->parent[CG_MEMORY] &&
+	                !strncmp(jp->dirs[jp->n - 1], h->parent[CG_MEMORY], strlen(h->parent[CG_MEMORY]));
 	if (h->driver == CG_V2)
 		snprintf(jp->kill_file, sizeof(jp->kill_file), "%s/cgroup.kill", jp->dirs[0]);
 	if (h->driver == CG_V1 && h->parent[CG_FREEZER])
@@ -137,7 +148,7 @@ int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **
 	return 0;
 }
 
-void janitor_finish(janitor *j)
+static void janitor_wake(janitor *j)
 {
 	if (j->pid > 0) {
 		/* Out of the idle class first: on busy CPUs it could wait long. */
@@ -146,6 +157,19 @@ void janitor_finish(janitor *j)
 	}
 	if (j->wake >= 0)
 		close(j->wake);
+}
+
+void janitor_leave(janitor *j)
+{
+	janitor_wake(j);
+	if (j->pidfd >= 0)
+		close(j->pidfd);
+	*j = (janitor){ .pid = 0, .pidfd = -1, .wake = -1 };
+}
+
+void janitor_finish(janitor *j)
+{
+	janitor_wake(j);
 	if (j->pidfd >= 0) {
 		siginfo_t si;
 		while (waitid(P_PIDFD, (id_t) j->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)

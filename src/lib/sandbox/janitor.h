@@ -18,6 +18,10 @@ typedef struct janitor {
 int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **err);
 /* Release the janitor after we removed the cgroups ourselves, and reap it. */
 void janitor_finish(janitor *j);
+/* The same without the reap, for a process about to exit: the janitor,
+ * woken with nothing left to remove, exits on its own and is reaped by the
+ * reaper that inherits it. Its pidfd is closed. */
+void janitor_leave(janitor *j);
 
 /* In a background process of ours (a raw clone: no allocation): its own
  * session, so a terminal's Ctrl-C stays the supervisor's to handle; `name`

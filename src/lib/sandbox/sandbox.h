@@ -86,6 +86,10 @@ struct nsbox_sandbox {
 	/* ...and taken from a pool: its wait leaves the cgroup's removal and
 	 * the janitor's end to the free (nsbox_pool_release: the pool's thread) */
 	bool pooled;
+	/* run.c: NSBOX_RUN_EXITING, the caller exits once the record is out:
+	 * when the wait removed the cgroups, it wakes the janitor and leaves
+	 * it to the reaper that inherits it, without waiting for its exit. */
+	bool exiting;
 	/* exec.c: an exec in a long-lived sandbox. Its plan is a shallow copy
 	 * of the sandbox's with the exec's own argv, environment, directory,
 	 * timeout and record configuration (exec_own); the cgroup is the

@@ -346,9 +346,15 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 		 * pooled sandbox's free does this (nothing runs in it now: pid 1
 		 * is gone, and its namespace with it). */
 		if (!sb->pooled) {
-			(void) cgroup_destroy(TAKE_PTR(sb->cg));
+			int gone = cgroup_destroy(TAKE_PTR(sb->cg));
 			trace_mark(sb->trace, TR_CG_REMOVED);
-			janitor_finish(&sb->jan);
+			/* A caller about to exit does not wait for the janitor's
+			 * own exit when nothing is left for it (NSBOX_RUN_EXITING);
+			 * when something is, it waits as everyone does. */
+			if (sb->exiting && gone == 0)
+				janitor_leave(&sb->jan);
+			else
+				janitor_finish(&sb->jan);
 			trace_mark(sb->trace, TR_JANITOR_DONE);
 		}
 	}
