@@ -441,7 +441,7 @@ static int run_command(run *r, nsbox_result **res, nsbox_error **err)
 	case T_POOL: rc = r->cold_reason ? start_fresh(r, r->own, &sb, &e) : take_warm(r, &sb, &e); break;
 	default: rc = -EINVAL; break;
 	}
-	if (rc == 0 && r->t == T_FRESH)
+	if (rc == 0 && sb && r->t == T_FRESH)
 		sb->exiting = r->o->flags & NSBOX_RUN_EXITING;
 	if (rc == 0) {
 		rc = supervise(r, sb, res, &e);
