@@ -79,9 +79,10 @@ int image_ref_parse(const char *in, image_ref *out)
 	if (slash && (memchr(s, '.', (size_t) (slash - s)) || memchr(s, ':', (size_t) (slash - s)) ||
 	              !strncmp(s, "localhost/", 10))) {
 		*slash = '\0';
-		if (!registry_ok(s) || strlen(s) >= sizeof(out->registry))
+		size_t n = strlen(s);
+		if (!registry_ok(s) || n >= sizeof(out->registry))
 			return -EINVAL;
-		snprintf(out->registry, sizeof(out->registry), "%s", s);
+		memcpy(out->registry, s, n + 1);
 		path = slash + 1;
 	}
 	char *colon = strrchr(path, ':');
