@@ -26,6 +26,8 @@ run_one() {
 	[ -f "$srcdir/tests/fuzz/dict/$h.dict" ] && dict=("-dict=$srcdir/tests/fuzz/dict/$h.dict")
 	# -timeout: one input running 10 s is a hang; -rss_limit_mb: a
 	# blow-up is a finding too. Leaks are reported by LeakSanitizer.
+	# (Leaks inside libseccomp itself are not ours: lsan.supp says why.)
+	LSAN_OPTIONS="suppressions=$srcdir/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
 	./tests/fuzz/fuzz-"$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
 		"$work" "$srcdir/tests/fuzz/corpus/$h" >"$log" 2>&1
