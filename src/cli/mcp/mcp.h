@@ -109,6 +109,12 @@ json_t *mcp_tools_list(const mcp_server *s);
  * *rpc_msg set for a JSON-RPC invalid-params error. */
 int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t **result, const char **rpc_msg);
 
+/* A CallToolResult that is an error the model can correct (isError). */
+json_t *mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* args' "timeout" (seconds; may only lower the operator's) as "--timeout
+ * Nms" in out (out[0] empty: none given); NULL, or a tool error. */
+json_t *mcp_timeout_arg(const mcp_server *s, json_t *args, char *out, size_t len);
+
 /* The finished child's record turned into a CallToolResult. */
 json_t *mcp_call_result(const mcp_server *s, mcp_call *c, int wstatus);
 

@@ -26,17 +26,6 @@
 #define MAX_COMMAND (64u << 10)
 #define MAX_FILE_IN (MCP_MAX_TEXT)
 
-static json_t *tool_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *tool_err(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
-}
-
 static json_t *box_tool(const char *name, const char *title, const char *desc, json_t *props, json_t *required,
                         bool read_only, bool destructive)
 {
@@ -128,24 +117,6 @@ static bool only(json_t *args, const char *const *keys)
 	return true;
 }
 
-/* A lower timeout, as "--timeout Nms" (timeout[0] empty: none given), or
- * a tool error. */
-static json_t *timeout_arg(const mcp_server *s, json_t *args, char *out, size_t len)
-{
-	out[0] = '\0';
-	json_t *t = json_object_get(args, "timeout");
-	if (!t || json_is_null(t))
-		return NULL;
-	if (!json_is_number(t) || !(json_number_value(t) > 0) || json_number_value(t) > 1e9)
-		return tool_err("invalid timeout: expected a positive number of seconds");
-	double ms = json_number_value(t) * 1000.0;
-	if (s->timeout_ms && ms > (double) s->timeout_ms)
-		return tool_err("refused timeout %gs: the operator's limit is %gs and a call may only lower it",
-		                json_number_value(t), (double) s->timeout_ms / 1000.0);
-	snprintf(out, len, "%llums", (unsigned long long) (ms < 1 ? 1 : ms));
-	return NULL;
-}
-
 /* Let go of a sandbox that ended by itself (its idle timeout, or stopped
  * from outside): its slot is free again. */
 static bool box_ended(const mcp_server *s, int slot)
@@ -161,7 +132,7 @@ static bool box_ended(const mcp_server *s, int slot)
 static json_t *create(const mcp_server *s, json_t *args)
 {
 	if (json_object_size(args))
-		return tool_err("sandbox_create takes no arguments: the operator's options make the sandbox");
+		return mcp_tool_error("sandbox_create takes no arguments: the operator's options make the sandbox");
 	for (int i = 0; i < MCP_MAX_SANDBOXES; i++)
 		if (s->boxes[i].name[0])
 			box_ended(s, i);
@@ -170,14 +141,14 @@ static json_t *create(const mcp_server *s, json_t *args)
 		if (!s->boxes[i].name[0])
 			slot = i;
 	if (slot < 0)
-		return tool_err("%d sandboxes are running (the operator's bound): stop one with sandbox_stop",
+		return mcp_tool_error("%d sandboxes are running (the operator's bound): stop one with sandbox_stop",
 		                s->max_sandboxes);
 	mcp_box *b = &s->boxes[slot];
 	snprintf(b->name, sizeof(b->name), "%.40s-%u", s->box_prefix, ++s->boxes_made[0]);
 	char why[512] = "";
 	if (s->create(s, b, why, sizeof(why)) < 0) {
 		b->name[0] = '\0';
-		return tool_err("sandbox_create: %s", why[0] ? why : "the sandbox could not be started (see the "
+		return mcp_tool_error("sandbox_create: %s", why[0] ? why : "the sandbox could not be started (see the "
 		                "server's stderr)");
 	}
 	json_t *res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", b->name, "isError", 0);
@@ -247,18 +218,18 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 	if (!keys)
 		return -1;
 	if (!only(args, keys)) {
-		*result = tool_err("refused argument: %s takes only its own arguments (the operator's options are the "
+		*result = mcp_tool_error("refused argument: %s takes only its own arguments (the operator's options are the "
 		                   "ceiling: no network, volume, image or limit changes)", name);
 		return 0;
 	}
 	int slot = box_find(s, args);
 	if (slot < 0) {
-		*result = tool_err("%s: no sandbox '%.64s' of this server (sandbox_create makes one)", name,
+		*result = mcp_tool_error("%s: no sandbox '%.64s' of this server (sandbox_create makes one)", name,
 		                   json_string_value(json_object_get(args, "sandbox")) ?: "");
 		return 0;
 	}
 	if (box_ended(s, slot)) {
-		*result = tool_err("%s: sandbox '%s' has ended (idle for longer than the operator's "
+		*result = mcp_tool_error("%s: sandbox '%s' has ended (idle for longer than the operator's "
 		                   "--sandbox-idle-timeout, or stopped from outside); sandbox_create makes a new one",
 		                   name, json_string_value(json_object_get(args, "sandbox")));
 		return 0;
@@ -271,7 +242,7 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 	const char *path = json_string_value(json_object_get(args, "path"));
 	size_t plen = json_string_length(json_object_get(args, "path"));
 	if (path && (!plen || plen > 4096 || strlen(path) != plen)) {
-		*result = tool_err("%s: 'path' must be 1 to 4096 bytes without NUL", name);
+		*result = mcp_tool_error("%s: 'path' must be 1 to 4096 bytes without NUL", name);
 		return 0;
 	}
 	char target[4200];
@@ -283,7 +254,7 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 	mcp_kind kind;
 	argv[n++] = "nsbox";
 	if (!strcmp(name, "sandbox_run_code") || !strcmp(name, "sandbox_run_command")) {
-		if ((*result = timeout_arg(s, args, timeout, sizeof(timeout))))
+		if ((*result = mcp_timeout_arg(s, args, timeout, sizeof(timeout))))
 			return 0;
 		bool code = !strcmp(name, "sandbox_run_code");
 		json_t *text = json_object_get(args, code ? "code" : "command");
@@ -292,7 +263,7 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 		if (!json_is_string(text) || json_string_length(text) > (code ? MAX_CODE : MAX_COMMAND) ||
 		    strlen(json_string_value(text)) != json_string_length(text) || !lang ||
 		    (strcmp(lang, "python") && strcmp(lang, "node"))) {
-			*result = tool_err(code ? "sandbox_run_code needs 'code' (a string of at most 1 MiB) and takes "
+			*result = mcp_tool_error(code ? "sandbox_run_code needs 'code' (a string of at most 1 MiB) and takes "
 			                          "'language' (python, the default, or node)"
 			                        : "sandbox_run_command needs 'command': a string of at most 64 KiB without NUL");
 			return 0;
@@ -324,7 +295,7 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 		const char *enc = json_string_value(json_object_get(args, "encoding"));
 		if (!path || !json_is_string(content) || json_string_length(content) > 2 * MAX_FILE_IN ||
 		    (enc && strcmp(enc, "utf-8") && strcmp(enc, "base64"))) {
-			*result = tool_err("sandbox_write_file needs 'path' and 'content' (at most 1 MiB; 'encoding' utf-8 "
+			*result = mcp_tool_error("sandbox_write_file needs 'path' and 'content' (at most 1 MiB; 'encoding' utf-8 "
 			                   "or base64)");
 			return 0;
 		}
@@ -333,14 +304,14 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 		if (enc && !strcmp(enc, "base64")) {
 			decoded = unbase64(input, ilen, &ilen);
 			if (!decoded) {
-				*result = tool_err("sandbox_write_file: 'content' is not base64");
+				*result = mcp_tool_error("sandbox_write_file: 'content' is not base64");
 				return 0;
 			}
 			input = decoded;
 		}
 		if (ilen > MAX_FILE_IN) {
 			free(decoded);
-			*result = tool_err("sandbox_write_file: the content is larger than 1 MiB");
+			*result = mcp_tool_error("sandbox_write_file: the content is larger than 1 MiB");
 			return 0;
 		}
 		kind = MCP_BOX_WRITE;
@@ -350,7 +321,7 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 		argv[n++] = target;
 	} else if (!strcmp(name, "sandbox_read_file")) {
 		if (!path) {
-			*result = tool_err("sandbox_read_file needs 'path'");
+			*result = mcp_tool_error("sandbox_read_file needs 'path'");
 			return 0;
 		}
 		kind = MCP_BOX_READ;
@@ -369,7 +340,7 @@ int mcp_live_call(const mcp_server *s, const char *name, json_t *args, mcp_call 
 	int r = start(s, argv, input, ilen, call);
 	free(decoded);
 	if (r < 0)
-		*result = tool_err("%s: %s", name, strerror(-r));
+		*result = mcp_tool_error("%s: %s", name, strerror(-r));
 	else
 		(*call)->kind = kind;
 	return 0;
@@ -445,7 +416,7 @@ json_t *mcp_live_result(const mcp_server *s, mcp_call *c, int wstatus, json_t *r
 			memcpy(msg, out, len);
 			msg[len] = '\0';
 		}
-		json_t *r = tool_err("%.400s", msg && utf8_ok(msg, len) ? msg : "the operation failed");
+		json_t *r = mcp_tool_error("%.400s", msg && utf8_ok(msg, len) ? msg : "the operation failed");
 		free(msg);
 		return r;
 	}
@@ -455,7 +426,7 @@ json_t *mcp_live_result(const mcp_server *s, mcp_call *c, int wstatus, json_t *r
 		json_t *list = json_loadb(out, len, 0, NULL);
 		if (!json_is_array(list)) {
 			json_decref(list);
-			return tool_err("sandbox_list_files: the listing could not be read");
+			return mcp_tool_error("sandbox_list_files: the listing could not be read");
 		}
 		char *text = NULL;
 		size_t tl = 0;
@@ -481,7 +452,7 @@ json_t *mcp_live_result(const mcp_server *s, mcp_call *c, int wstatus, json_t *r
 	/* read: text, an image, or bytes as a base64 resource; whole, or
 	 * refused (a cut file would pass for the file). */
 	if (c->truncated)
-		return tool_err("sandbox_read_file: the file is larger than 1 MiB, the bound of a read: read a part "
+		return mcp_tool_error("sandbox_read_file: the file is larger than 1 MiB, the bound of a read: read a part "
 		                "of it with sandbox_run_command (head -c, tail -c, split)");
 	if (png(out, len)) {
 		char *d = b64(out, len);

@@ -76,8 +76,7 @@ json_t *mcp_tools_list(const mcp_server *s)
 	return list;
 }
 
-static json_t *tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *tool_error(const char *fmt, ...)
+json_t *mcp_tool_error(const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -99,22 +98,27 @@ static json_t *check_args(const mcp_server *s, json_t *args, const char *const *
 		for (const char *const *a = allowed; *a; a++)
 			ok |= !strcmp(*a, key);
 		if (!ok)
-			return tool_error("refused argument '%.64s': the operator's options are the ceiling; a call may "
+			return mcp_tool_error("refused argument '%.64s': the operator's options are the ceiling; a call may "
 			                  "only give %s and lower the timeout (no network, volume, image, workspace or "
 			                  "limit changes)",
 			                  key, allowed[1] && !strcmp(allowed[1], "language") ? "code, language" : "command");
 	}
-	timeout[0] = '\0';
+	return mcp_timeout_arg(s, args, timeout, tlen);
+}
+
+json_t *mcp_timeout_arg(const mcp_server *s, json_t *args, char *out, size_t len)
+{
+	out[0] = '\0';
 	json_t *t = json_object_get(args, "timeout");
 	if (!t || json_is_null(t))
 		return NULL;
 	if (!json_is_number(t) || !(json_number_value(t) > 0) || json_number_value(t) > 1e9)
-		return tool_error("invalid timeout: expected a positive number of seconds");
+		return mcp_tool_error("invalid timeout: expected a positive number of seconds");
 	double ms = json_number_value(t) * 1000.0;
 	if (s->timeout_ms && ms > (double) s->timeout_ms)
-		return tool_error("refused timeout %gs: the operator's limit is %gs and a call may only lower it",
-		                  json_number_value(t), (double) s->timeout_ms / 1000.0);
-	snprintf(timeout, tlen, "%llums", (unsigned long long) (ms < 1 ? 1 : ms));
+		return mcp_tool_error("refused timeout %gs: the operator's limit is %gs and a call may only lower it",
+		                      json_number_value(t), (double) s->timeout_ms / 1000.0);
+	snprintf(out, len, "%llums", (unsigned long long) (ms < 1 ? 1 : ms));
 	return NULL;
 }
 
@@ -241,7 +245,7 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 		if ((*result = check_args(s, args, allowed, timeout, sizeof(timeout))))
 			goto out;
 		if (!code || !lang || !known || clen > MAX_CODE) {
-			*result = tool_error("run_code needs 'code' (a string of at most 1 MiB) and takes 'language' "
+			*result = mcp_tool_error("run_code needs 'code' (a string of at most 1 MiB) and takes 'language' "
 			                     "(python, the default, node or bash)");
 			goto out;
 		}
@@ -256,7 +260,7 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 			goto out;
 		if (!cmd || json_string_length(json_object_get(args, "command")) > MAX_COMMAND ||
 		    strlen(cmd) != json_string_length(json_object_get(args, "command"))) {
-			*result = tool_error("run_command needs 'command': a string of at most 64 KiB without NUL bytes");
+			*result = mcp_tool_error("run_command needs 'command': a string of at most 64 KiB without NUL bytes");
 			goto out;
 		}
 		char *head[] = { "nsbox", "run", "--json" };
@@ -270,7 +274,7 @@ int mcp_tools_call(const mcp_server *s, json_t *params, mcp_call **call, json_t 
 		return -1;
 	}
 	if (r < 0)
-		*result = tool_error("start the sandbox: %s", strerror(-r));
+		*result = mcp_tool_error("start the sandbox: %s", strerror(-r));
 out:
 	json_decref(empty);
 	return 0;
@@ -316,7 +320,7 @@ json_t *mcp_call_result(const mcp_server *s, mcp_call *c, int wstatus)
 	json_t *rec = c->len ? json_loadb(c->out, c->len, JSON_ALLOW_NUL, &jerr) : NULL;
 	if (!json_is_object(rec)) {
 		json_decref(rec);
-		return tool_error("the sandbox gave no result record (nsbox exited with status %d; see the server's "
+		return mcp_tool_error("the sandbox gave no result record (nsbox exited with status %d; see the server's "
 		                  "stderr)",
 		                  WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus));
 	}
