@@ -110,8 +110,9 @@ static int write_at(int dfd, const char *name, const char *text, nsbox_error **e
 	return close(fd) < 0 ? nsbox_err(err, errno, "live", "snapshot: write %s", name) : 0;
 }
 
-/* Remove SNAP's directory (a snapshot's own files only: no recursion). */
-static void remove_tree(int dfd, const char *name)
+/* Remove SNAP's directory (a snapshot's own files only: no recursion).
+ * 0, or -errno of the directory's removal (something else is in it). */
+static int remove_snap_dir(int dfd, const char *name)
 {
 	int d = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d >= 0) {
@@ -120,7 +121,7 @@ static void remove_tree(int dfd, const char *name)
 			(void) unlinkat(d, files[i], 0);
 		close(d);
 	}
-	(void) unlinkat(dfd, name, AT_REMOVEDIR);
+	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
 int nsbox_live_snapshot(nsbox_sandbox *sb, const char *snap, nsbox_error **err)
@@ -202,7 +203,7 @@ int nsbox_live_snapshot(nsbox_sandbox *sb, const char *snap, nsbox_error **err)
 			char old[96];
 			snprintf(old, sizeof(old), ".%s.old.%02x%02x%02x%02x", snap, rnd[0], rnd[1], rnd[2], rnd[3]);
 			if (renameat2(dfd, snap, dfd, old, RENAME_NOREPLACE) == 0 && renameat(dfd, tmp, dfd, snap) == 0) {
-				remove_tree(dfd, old);
+				(void) remove_snap_dir(dfd, old);
 				goto out;
 			}
 		}
@@ -214,7 +215,7 @@ out:
 	if (sd >= 0)
 		close(sd);
 	if (r < 0)
-		remove_tree(dfd, tmp);
+		(void) remove_snap_dir(dfd, tmp);
 	close(dfd);
 	nsbox_result_free(res);
 	nsbox_cancel_free(cancel);
@@ -222,40 +223,50 @@ out:
 	return r;
 }
 
-/* SNAP's directory, open; -ENOENT with the error set when there is none. */
-static int open_snap(const char *snap, nsbox_error **err)
+/* SNAP's directory, open; -ENOENT with the error set when there is none.
+ * With parent: the directory of snapshots stays open there (its path in
+ * dir, dir_len bytes at most, when dir is given). */
+static int open_snap_in(const char *snap, char *dir, size_t dir_len, int *parent, nsbox_error **err)
 {
 	if (!ctl_name_ok(snap))
 		return nsbox_err_invalid(err, "live", "invalid snapshot name '%.80s'", snap ? snap : "");
-	char dir[PATH_MAX];
-	int dfd = snap_dir(dir, sizeof(dir), false, err);
+	char here[PATH_MAX];
+	if (!dir) {
+		dir = here;
+		dir_len = sizeof(here);
+	}
+	int dfd = snap_dir(dir, dir_len, false, err);
 	if (dfd == -ENOENT)
 		return nsbox_err_hint(err, ENOENT, "live", "nsbox snapshot ls lists yours", "no snapshot named '%s'", snap);
 	if (dfd < 0)
 		return dfd;
 	int sd = openat(dfd, snap, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int e = errno;
-	close(dfd);
+	if (sd >= 0 && parent)
+		*parent = dfd;
+	else
+		close(dfd);
 	if (sd < 0)
 		return e == ENOENT ? nsbox_err_hint(err, ENOENT, "live", "nsbox snapshot ls lists yours",
 		                                    "no snapshot named '%s'", snap)
-		                   : nsbox_err(err, e, "live", "open snapshot '%s'", snap);
+		                   : nsbox_err(err, e, "live", "open snapshot '%s/%s'", dir, snap);
 	return sd;
+}
+
+static int open_snap(const char *snap, nsbox_error **err)
+{
+	return open_snap_in(snap, NULL, 0, NULL, err);
 }
 
 int nsbox_snapshot_policy(const char *snap, char *path, size_t len, nsbox_error **err)
 {
-	int sd = open_snap(snap, err);
+	char dir[PATH_MAX];
+	int sd = open_snap_in(snap, dir, sizeof(dir), NULL, err);
 	if (sd < 0)
 		return sd;
 	close(sd);
-	char dir[PATH_MAX];
-	int dfd = snap_dir(dir, sizeof(dir), false, err);
-	if (dfd < 0)
-		return dfd;
-	close(dfd);
 	if (snprintf(path, len, "%s/%s/config.yaml", dir, snap) >= (int) len)
-		return nsbox_err(err, ENAMETOOLONG, "live", "snapshot '%s'", snap);
+		return nsbox_err(err, ENAMETOOLONG, "live", "snapshot '%s/%s'", dir, snap);
 	return 0;
 }
 
@@ -334,15 +345,13 @@ int nsbox_snapshot_list(char **out, nsbox_error **err)
 
 int nsbox_snapshot_remove(const char *snap, nsbox_error **err)
 {
-	int sd = open_snap(snap, err);
+	char dir[PATH_MAX];
+	int dfd = -1;
+	int sd = open_snap_in(snap, dir, sizeof(dir), &dfd, err);
 	if (sd < 0)
 		return sd;
 	close(sd);
-	char dir[PATH_MAX];
-	int dfd = snap_dir(dir, sizeof(dir), false, err);
-	if (dfd < 0)
-		return dfd;
-	remove_tree(dfd, snap);
+	int r = remove_snap_dir(dfd, snap);
 	close(dfd);
-	return 0;
+	return r < 0 ? nsbox_err(err, -r, "live", "remove snapshot '%s/%s'", dir, snap) : 0;
 }
