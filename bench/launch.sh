@@ -33,48 +33,12 @@ mkdir -m 1777 "$T/out"
 "$here/rootfs/busybox.sh" "$T/rootfs" >/dev/null
 R=$T/rootfs
 
-# ---- the binary ---------------------------------------------------------------
-mkdir "$T/bin"
-if [ -n "${NSBOX:-}" ]; then
-	cp "$NSBOX" "$T/bin/nsbox"
-	how="installed $(command -v "$NSBOX" || echo "$NSBOX")"
-else
-	lib=$build/src/lib/.libs
-	if [ ! -f "$lib/libnsbox.so.0" ] || [ ! -f "$build/src/cli/main.o" ]; then
-		echo "bench: build nsbox first ($build)"
-		exit 1
-	fi
-	cp -P "$lib"/libnsbox.so* "$T/bin/"
-	cp "$lib/libnsbox-import.so" "$T/bin/" 2>/dev/null || true
-	# shellcheck disable=SC2016 # $ORIGIN is for the dynamic linker
-	# The CLI's own convenience libraries, as src/cli/nsbox is linked.
-	# shellcheck disable=SC2046 # pkg-config prints separate words
-	${CC:-cc} -o "$T/bin/nsbox" "$build/src/cli/main.o" "$build/src/cli/.libs/libcli.a" \
-		"$build/src/cli/.libs/libmcp.a" -L"$T/bin" -lnsbox $(pkg-config --libs jansson) -Wl,-rpath,'$ORIGIN'
-	how="build tree $build, relinked with an \$ORIGIN run path"
-fi
-chmod -R a+rX "$T/bin"
-N=$T/bin/nsbox
+# ---- the binary, and who runs it --------------------------------------------
+# shellcheck source=lib.sh
+. "$here/bench/lib.sh"
+stage_nsbox "$build"
 "$N" run --rootfs "$R" -- true 2>/dev/null || { echo "bench: '$N run' fails here"; exit 1; }
-
-# ---- who runs it ----------------------------------------------------------------
-users=root
-if id nsbox-test >/dev/null 2>&1 && grep -q '^nsbox-test:' /etc/subuid 2>/dev/null; then
-	users="root nsbox-test"
-	mkdir -p "$T/home-nsbox-test"
-	chown nsbox-test: "$T/home-nsbox-test"
-else
-	echo "bench: no user nsbox-test with subordinate ids: root only (the test suite creates it)"
-fi
-# as USER CMD...: CMD with USER's ids and a private HOME (hyperfine itself
-# runs as the user, so the commands it times carry no wrapper).
-as() {
-	local who=$1
-	shift
-	if [ "$who" = root ]; then "$@"; else
-		env HOME="$T/home-$who" setpriv --reuid="$(id -u "$who")" --regid="$(id -g "$who")" --init-groups -- "$@"
-	fi
-}
+bench_users
 
 # compare USER NAME=CMD ...: pooled hyperfine rounds; prints "NAME median p25 p75" lines.
 compare() {

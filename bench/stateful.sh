@@ -40,22 +40,11 @@ users=root
 trap finish EXIT
 
 # ---- the binaries ---------------------------------------------------------------
+# shellcheck source=lib.sh
+. "$here/bench/lib.sh"
 lib=$build/src/lib/.libs
-mkdir "$T/bin"
-cp -P "$lib"/libnsbox.so* "$T/bin/"
-cp "$lib/libnsbox-import.so" "$T/bin/" 2>/dev/null || true
-cp "$build/src/monitor/nsbox-monitor" "$T/bin/"
-if [ -n "${NSBOX:-}" ]; then
-	cp "$NSBOX" "$T/bin/nsbox"
-	how="installed $(command -v "$NSBOX" || echo "$NSBOX")"
-else
-	[ -f "$build/src/cli/main.o" ] || { echo "bench: build nsbox first ($build)"; exit 1; }
-	# shellcheck disable=SC2016,SC2046 # $ORIGIN is for the dynamic linker; pkg-config prints words
-	${CC:-cc} -o "$T/bin/nsbox" "$build/src/cli/main.o" "$build/src/cli/.libs/libcli.a" \
-		"$build/src/cli/.libs/libmcp.a" -L"$T/bin" -lnsbox $(pkg-config --libs jansson) -Wl,-rpath,'$ORIGIN'
-	how="build tree $build, relinked with an \$ORIGIN run path"
-fi
-N=$T/bin/nsbox
+[ -f "$lib/libnsbox.so.0" ] || { echo "bench: build nsbox first ($build): the SDK's extension links it"; exit 1; }
+stage_nsbox "$build"
 # The SDK's extension against the same libnsbox (found through
 # LD_LIBRARY_PATH, so that the monitor beside it is the one started).
 cp -r "$here/python" "$T/python"
@@ -66,20 +55,7 @@ rm -rf "$T/python/build" "$T/python"/*.egg-info "$T/python"/nsbox/*.so
 chmod -R a+rX "$T"
 
 # ---- who runs it ----------------------------------------------------------------
-if id nsbox-test >/dev/null 2>&1 && grep -q '^nsbox-test:' /etc/subuid 2>/dev/null; then
-	users="root nsbox-test"
-	mkdir -p "$T/home-nsbox-test"
-	chown nsbox-test: "$T/home-nsbox-test"
-else
-	echo "bench: no user nsbox-test with subordinate ids: root only (the test suite creates it)"
-fi
-as() {
-	local who=$1
-	shift
-	if [ "$who" = root ]; then "$@"; else
-		env HOME="$T/home-$who" setpriv --reuid="$(id -u "$who")" --regid="$(id -g "$who")" --init-groups -- "$@"
-	fi
-}
+bench_users
 row() { $PY "$here/bench/stateful.py" row "$@"; }
 
 echo "== stateful sandbox ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg))"
