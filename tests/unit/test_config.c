@@ -7,6 +7,7 @@
 
 #include "config/conf.h"
 #include "base/error.h"
+#include "base/strv.h"
 #include "unit.h"
 
 static nsbox_config *fresh(void)
@@ -448,9 +449,25 @@ START_TEST(test_command_with_hole)
 }
 END_TEST
 
+/* Variable names, as environment.set, --env-pass and an image's ENV take
+ * them (one check: base/strv.c). */
+static const struct { const char *in; size_t n; bool ok; } env_names[] = {
+	{ "PATH", 4, true }, { "_x1", 3, true }, { "a", 1, true }, { "A_B_C9", 6, true },
+	{ "", 0, false }, { "1A", 2, false }, { "A-B", 3, false }, { "A B", 3, false }, { "A=B", 3, false },
+	{ "Ä", 2, false }, { "AB=x", 2, true },   /* (the name only: the length stops at '=') */
+};
+
+START_TEST(test_env_names)
+{
+	ck_assert_msg(env_name_ok(env_names[_i].in, env_names[_i].n) == env_names[_i].ok, "env_name_ok('%.*s') != %d",
+	              (int) env_names[_i].n, env_names[_i].in, env_names[_i].ok);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("config");
+	tcase_add_loop_test(tc, test_env_names, 0, sizeof(env_names) / sizeof(env_names[0]));
 	tcase_add_test(tc, test_defaults);
 	tcase_add_loop_test(tc, test_set, 0, sizeof(sets) / sizeof(sets[0]));
 	tcase_add_test(tc, test_env_replaces_and_mounts_parse);

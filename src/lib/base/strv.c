@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,4 +67,14 @@ int strv_set_env_take(strv *s, char *kv)
 	free(s->v[at]);
 	s->v[at] = kv;
 	return 0;
+}
+
+bool env_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || !(isalpha((unsigned char) s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char) s[i]) || s[i] == '_'))
+			return false;
+	return true;
 }

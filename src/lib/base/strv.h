@@ -2,6 +2,7 @@
 #ifndef NSBOX_STRV_H
 #define NSBOX_STRV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct strv {
@@ -19,5 +20,8 @@ long strv_find_env(const strv *s, const char *name, size_t name_len);
 /* Set "NAME=VALUE" kv (owned; NULL: -ENOMEM): it replaces the entry for NAME,
  * or is appended. Freed on failure. */
 int strv_set_env_take(strv *s, char *kv);
+/* Whether the n bytes at s are a variable name: a letter or '_', then
+ * letters, digits and '_'. */
+bool env_name_ok(const char *s, size_t n);
 
 #endif

@@ -196,16 +196,6 @@ int config_copy(nsbox_config **out, const nsbox_config *s)
 
 /* ---- validators --------------------------------------------------------- */
 
-static bool valid_env_name(const char *s, size_t n)
-{
-	if (n == 0 || !(isalpha((unsigned char) s[0]) || s[0] == '_'))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!(isalnum((unsigned char) s[i]) || s[i] == '_'))
-			return false;
-	return true;
-}
-
 static bool valid_hostname(const char *s)
 {
 	size_t n = strlen(s), label = 0;
@@ -379,7 +369,7 @@ static int set_workspace(nsbox_config *cfg, const char *v, const char *origin, n
 static int set_env(nsbox_config *cfg, const char *v, const char *origin, nsbox_error **err)
 {
 	const char *eq = strchr(v, '=');
-	if (!eq || !valid_env_name(v, (size_t) (eq - v)))
+	if (!eq || !env_name_ok(v, (size_t) (eq - v)))
 		return nsbox_err_invalid(err, "config", "%s: '%s' is not NAME=VALUE with NAME made of letters, digits and '_'",
 		                 origin, v);
 	char *dup = strdup(v);
@@ -658,7 +648,7 @@ static int apply(nsbox_config *c, const struct key_def *k, const char *v, const 
 	case K_ENV_SET:
 		return set_env(c, v, origin, err);
 	case K_ENV_PASS:
-		return valid_env_name(v, strlen(v)) ? strv_push(&c->env_pass, v) : -EINVAL;
+		return env_name_ok(v, strlen(v)) ? strv_push(&c->env_pass, v) : -EINVAL;
 	case K_USER:
 		return set_user(c, v, origin, err);
 	}

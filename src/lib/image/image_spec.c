@@ -106,16 +106,6 @@ int nsbox_image_spec_allow_host(nsbox_image_spec *s, const char *host, nsbox_err
 	return strv_push(&s->allow, host) < 0 ? nsbox_err(err, ENOMEM, "image", "allow host '%s'", host) : 0;
 }
 
-static bool env_name_ok(const char *s, size_t n)
-{
-	if (n == 0 || !(isalpha((unsigned char) s[0]) || s[0] == '_'))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!(isalnum((unsigned char) s[i]) || s[i] == '_'))
-			return false;
-	return true;
-}
-
 /* Debian's package names (policy 5.6.1), with an optional =VERSION or
  * :ARCH or /RELEASE; never an option. */
 static bool apt_name_ok(const char *s)
