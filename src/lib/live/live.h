@@ -12,7 +12,11 @@ enum {
 	LIVE_FD_OWNER = 7,    /* with --owner: a pidfd of the starter */
 };
 
-/* nsbox-monitor's main. */
+/* nsbox-monitor's main: 0 when the sandbox ended, 1 when it could not
+ * start (its starter was told why), LIVE_NOT_BY_HAND when it was not
+ * started by the library (its fds or arguments are not there). It never
+ * prints: the program says what the status means. */
+enum { LIVE_NOT_BY_HAND = 2 };
 int live_monitor_main(int argc, char **argv);
 
 #endif

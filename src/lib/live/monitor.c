@@ -386,13 +386,13 @@ int live_monitor_main(int argc, char **argv)
 	struct stat st;
 	if (fstat(LIVE_FD_READY, &st) < 0 || !S_ISFIFO(st.st_mode) || fstat(LIVE_FD_CONFIG, &st) < 0 ||
 	    fstat(LIVE_FD_DIR, &st) < 0 || !S_ISDIR(st.st_mode) || fstat(LIVE_FD_LOCK, &st) < 0) {
-		fprintf(stderr, "nsbox-monitor: started by nsbox itself (nsbox start, or the library), not by hand\n");
-		return 2;
+		return LIVE_NOT_BY_HAND;
 	}
 	(void) fcntl(LIVE_FD_READY, F_SETFD, FD_CLOEXEC);
 	(void) fcntl(LIVE_FD_CONFIG, F_SETFD, FD_CLOEXEC);
 	(void) fcntl(LIVE_FD_DIR, F_SETFD, FD_CLOEXEC);
 	(void) fcntl(LIVE_FD_LOCK, F_SETFD, FD_CLOEXEC);
+	opterr = 0;   /* (the library prints nothing: a bad argument is LIVE_NOT_BY_HAND) */
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
 		switch (c) {
 		case O_NAME: snprintf(m.name, sizeof(m.name), "%s", optarg); break;
@@ -408,7 +408,7 @@ int live_monitor_main(int argc, char **argv)
 			(void) fcntl(LIVE_FD_OWNER, F_SETFD, FD_CLOEXEC);
 			break;
 		case O_IMAGE: m.image = optarg; break;
-		default: return 2;
+		default: return LIVE_NOT_BY_HAND;
 		}
 	nsbox_error *e = NULL;
 	if (!ctl_name_ok(m.name)) {
