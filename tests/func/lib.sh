@@ -150,6 +150,13 @@ for who in $USERS; do
 	esac
 done
 AS=$T/bin/as
+# Try a command up to N times, a tenth of a second apart, until it succeeds.
+until_true() {
+	local n=$1
+	shift
+	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
 as() { "$AS" "$@"; }
 # home_of USER: a directory USER can write to.
 home_of() { case $1 in root | self) echo "$T" ;; *) echo "$T/home-$1" ;; esac; }

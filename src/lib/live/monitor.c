@@ -508,8 +508,9 @@ int live_monitor_main(int argc, char **argv)
 	nsbox_config_free(m.cfg);
 	return 0;
 fail:
-	ready(&m, e);
-	nsbox_error_free(e);
+	/* Everything goes before the starter hears of the failure: its name
+	 * is free (files removed, lock let go), its ports and sandbox gone,
+	 * so that a start under the same name right after is not refused. */
 	for (fwd_ent *f = m.forwards, *n; f; f = n) {
 		n = f->next;
 		nsbox_forward_free(f->f);
@@ -519,5 +520,8 @@ fail:
 	nsbox_config_free(m.cfg);
 	if (m.name[0])
 		remove_files(&m);
+	(void) close(m.lock_fd);
+	ready(&m, e);
+	nsbox_error_free(e);
 	return 1;
 }
