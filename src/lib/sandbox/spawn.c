@@ -128,8 +128,8 @@ typedef struct spawn_state {
 	bool in_cgroup;     /* cloned straight into its cgroup (v2) */
 } spawn_state;
 
-/* Stage 1, prepare: the plan, the cgroup, the streams, the socket pair.
- * Nothing runs yet. */
+/* Stage 1, prepare: the plan, the workspace's state directory, the cgroup,
+ * the streams, the socket pair. Nothing runs yet. */
 static int spawn_prepare(nsbox_sandbox *sb, const nsbox_spawn_options *o, spawn_state *st, nsbox_error **err)
 {
 	int r = plan_build(o->config, &sb->plan, err);
@@ -139,6 +139,9 @@ static int spawn_prepare(nsbox_sandbox *sb, const nsbox_spawn_options *o, spawn_
 		sb->plan->tty = o->flags & NSBOX_SPAWN_TTY;
 		trace_mark(sb->trace, TR_PLAN);
 	}
+	/* The plan touched nothing on the host; the workspace's state is made
+	 * now that a sandbox is to be. */
+	r = r ?: ws_create(&sb->plan->ws, err);
 	r = r ?: setup_cgroup(sb, err);
 	trace_mark(sb->trace, TR_CGROUP);
 	r = r ?: spawn_open_streams(sb, o->stdin_fd, o->stdout_fd, o->stderr_fd, o->flags, st->child_stdio,

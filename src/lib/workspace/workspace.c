@@ -268,11 +268,6 @@ static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
 	if (geteuid() == 0 && (chown(w->upper, w->user_uid, w->user_gid) < 0 || chown(w->work, uid, gid) < 0))
 		return nsbox_err(err, errno, "workspace", "hand the upper layer '%s' to the sandbox", w->upper);
 	(void) chmod(w->upper, st.st_mode & 07777);
-	/* The child adds the layers as /proc/self/fd/N (child/mounts.c): an
-	 * fd of exactly the directory checked, no host path walked again or
-	 * shown in the sandbox's mountinfo. */
-	if (!(w->opts = strdup("userxattr")))
-		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
 	return 0;
 }
 
@@ -314,32 +309,48 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 			return nsbox_err_invalid(err, "workspace", "--session needs --workspace-mode overlay (the default)");
 		return 0;
 	}
-	_cleanup_free_ char *state = ws_state_dir();
-	if (!state)
+	w->state = ws_state_dir();
+	if (!w->state)
 		return nsbox_err(err, ENOENT, "workspace", "find the state directory (HOME is not set)");
-	char parent[PATH_MAX];
-	snprintf(parent, sizeof(parent), "%.4000s/%s", state, cfg->session ? "sessions" : "runs");
+	w->setup_uid = setup_uid;
+	w->setup_gid = setup_gid;
+	/* The child adds the layers as /proc/self/fd/N (child/mounts.c): an
+	 * fd of exactly the directory checked, no host path walked again or
+	 * shown in the sandbox's mountinfo. */
+	if (!(w->opts = strdup("userxattr")))
+		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	const char *parent = cfg->session ? "sessions" : "runs";
 	if (cfg->session) {
 		w->session = strdup(cfg->session);
-		if (asprintf(&w->dir, "%s/%s", parent, cfg->session) < 0)
+		if (asprintf(&w->dir, "%s/%s/%s", w->state, parent, cfg->session) < 0)
 			w->dir = NULL;
 	} else {
 		unsigned char rnd[6] = { 0 };
 		random_name_bytes(rnd, sizeof(rnd));
-		if (asprintf(&w->dir, "%s/%d-%02x%02x%02x%02x%02x%02x", parent, (int) getpid(), rnd[0],
-		             rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]) < 0)
+		if (asprintf(&w->dir, "%s/%s/%d-%02x%02x%02x%02x%02x%02x", w->state, parent, (int) getpid(),
+		             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]) < 0)
 			w->dir = NULL;
 	}
 	if (!w->dir || (cfg->session && !w->session))
 		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
+	return 0;
+}
+
+int ws_create(ws_plan *w, nsbox_error **err)
+{
+	if (!w->active || w->mode != WS_OVERLAY || w->created)
+		return 0;
+	w->created = true;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%.4000s/%s", w->state, w->session ? "sessions" : "runs");
 	/* Traversable (not listable) down to the run's own directory: the
 	 * overlay reaches its layers with the sandbox setup's credentials. */
-	r = mkdir_p(parent, 0711);
-	if (r == 0 && chmod(state, 0711) < 0)
+	int r = mkdir_p(parent, 0711);
+	if (r == 0 && chmod(w->state, 0711) < 0)
 		r = -errno;
 	if (r < 0)
 		return nsbox_err(err, -r, "workspace", "create the state directory '%s'", parent);
-	ws_reap(state);
+	ws_reap(w->state);
 	if (w->session) {
 		r = session_dir(w, parent, err);
 		if (r < 0)
@@ -353,9 +364,9 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 			return nsbox_err(err, -lock, "workspace", "lock '%s/lock'", w->dir);
 		w->lock_fd = lock;
 	}
-	if (chmod(w->dir, 0700) < 0 || (geteuid() == 0 && chown(w->dir, setup_uid, setup_gid) < 0))
+	if (chmod(w->dir, 0700) < 0 || (geteuid() == 0 && chown(w->dir, w->setup_uid, w->setup_gid) < 0))
 		return nsbox_err(err, errno, "workspace", "create the state directory '%s'", w->dir);
-	return lay_out(w, setup_uid, setup_gid, err);
+	return lay_out(w, w->setup_uid, w->setup_gid, err);
 }
 
 /* A user namespace that only maps the workspace's owner (uid and gid as
@@ -452,7 +463,7 @@ void ws_finish(ws_plan *w)
 {
 	if (!w->active)
 		return;
-	if (w->mode == WS_OVERLAY && w->dir && !w->session)
+	if (w->mode == WS_OVERLAY && w->dir && w->created && !w->session)
 		(void) remove_tree(w->dir);
 	/* A session this run made, for a payload that never ran (a setup
 	 * failure, a spawn that failed): nothing to review, so no session.
@@ -482,6 +493,7 @@ void ws_plan_free(ws_plan *w)
 	free(w->opts);
 	free(w->session);
 	free(w->target);
+	free(w->state);
 	free(w->nosuid);
 	strv_clear(&w->deny);
 	*w = (ws_plan){ .lower_fd = -1, .lock_fd = -1, .upper_fd = -1 };

@@ -19,7 +19,11 @@ typedef struct ws_plan {
 	int mode;             /* WS_OVERLAY, WS_RO, WS_RW */
 	char *lower;          /* canonical host directory */
 	int lower_fd;         /* O_PATH, what the checks looked at */
+	char *state;          /* the state directory (overlay) */
 	char *dir;            /* state: runs/<id> or sessions/<name> */
+	bool created;         /* ws_create ran: dir, layers, lock */
+	uid_t setup_uid;      /* the host ids the sandbox's setup runs as */
+	gid_t setup_gid;
 	char *upper, *work;
 	char *opts;           /* overlay mount options */
 	char *session;        /* NULL: ephemeral */
@@ -94,11 +98,15 @@ char *ws_state_dir(void);
 
 struct nsbox_plan;
 struct nsbox_config;
-/* Parent, before clone: check the directory, prepare the layers, take the
- * session's lock. setup_uid/gid: the host ids the sandbox's setup runs as
- * (overlayfs writes the upper layer with the mounter's credentials). */
+/* Planning: check and open the directory, name the run's state directory;
+ * nothing is created on the host (ws_create does). setup_uid/gid: the host
+ * ids the sandbox's setup runs as (overlayfs writes the upper layer with
+ * the mounter's credentials). */
 int ws_prepare(ws_plan *w, const struct nsbox_config *cfg, bool rootless, uid_t setup_uid,
                gid_t setup_gid, nsbox_error **err);
+/* Spawn, before clone (overlay): remove what killed runs left, create the
+ * run's (or session's) directory and layers, take its lock. Once. */
+int ws_create(ws_plan *w, nsbox_error **err);
 /* Parent (root): an idmapped, read-only clone of the lower layer in which
  * the workspace owner's files belong to (to_uid, to_gid), the sandbox's user
  * as the host sees it. Returns the detached mount's fd. */
