@@ -260,7 +260,7 @@ static int plan_dev(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 /* The workspace at its target (/workspace unless --workspace DIR:PATH):
  * the overlay (its lower layer, for root, idmapped and attached by the
  * child first), or a plain bind for ro and rw. A target the image lacks is
- * made in the sandbox's own root (OPF_MKPOINT, mounts.c). */
+ * made in the sandbox's own root (OPF_MKPOINT, child/mountpoint.c). */
 static int plan_workspace(nsbox_plan *p, nsbox_error **err)
 {
 	const ws_plan *w = &p->ws;
