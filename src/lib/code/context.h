@@ -1,5 +1,5 @@
-/* Code contexts, library side (context.c): a persistent interpreter in a
- * long-lived sandbox, cells through nsbox_run(). */
+/* Code contexts, library side (context.c, context_result.c): a persistent
+ * interpreter in a long-lived sandbox, cells through nsbox_run(). */
 #ifndef NSBOX_CODE_CONTEXT_H
 #define NSBOX_CODE_CONTEXT_H
 

@@ -130,7 +130,12 @@ void config_audit_clear_list(nsbox_config *c);
 void config_audit_free(nsbox_config *c);
 int config_audit_copy(nsbox_config *c, const nsbox_config *s);
 void config_audit_yaml(struct buf *b, const nsbox_config *c);
+/* config_defaults.c: a deep copy of src; -errno. */
 int config_copy(nsbox_config **out, const nsbox_config *src);
+/* config_defaults.c: replace *dst with a copy of s (NULL: none); -ENOMEM. */
+int config_dup_str(char **dst, const char *s);
+/* config_defaults.c: drop every mount (the mounts key emptied). */
+void config_free_mounts(nsbox_config *c);
 /* Remove the file to be placed at `path` (nsbox_config_add_file), if any. */
 void config_drop_file(nsbox_config *c, const char *path);
 

@@ -1,7 +1,8 @@
 /* Declarative image builds: an image from another one and a list of steps
  * (image_spec.c reads them from the command line, a YAML image file or a
- * Dockerfile; build_steps.c runs each in a sandbox, caching the layers;
- * build_layers.c makes the image of the layers). */
+ * Dockerfile; build_steps.c runs each in a sandbox, caching the layers,
+ * build_step.c one of them; build_layers.c makes the image of the
+ * layers). */
 #ifndef NSBOX_IMAGE_BUILD_H
 #define NSBOX_IMAGE_BUILD_H
 

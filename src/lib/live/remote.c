@@ -1,8 +1,10 @@
 /* The client's side of a started sandbox (remote.h): each operation is one
  * connection to the monitor, one request, its frames, one reply. The
  * monitor runs it with the library there, governed by the sandbox's
- * configuration; the record it sends is the record (result_from_json). */
-#include <ctype.h>
+ * configuration; the record it sends is the record (result_from_json).
+ * Here: the request itself (remote_call.h), the handle, runs and
+ * contexts; the files and the processes operations are in
+ * remote_files.c and remote_procs.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -21,27 +23,12 @@
 #include "code/lang.h"
 #include "live/ctl.h"
 #include "live/remote.h"
+#include "live/remote_call.h"
 #include "sandbox/sandbox.h"
 
 /* ---- one request --------------------------------------------------------------- */
 
-typedef struct call_io {
-	void (*on_output)(void *userdata, int stream, const char *data, size_t len);
-	void *output_userdata;
-	void (*on_warning)(void *userdata, const char *message);
-	void *warning_userdata;
-	int signal_fd;          /* forwarded as bytes, or -1 */
-	nsbox_cancel *cancel;
-} call_io;
-
-/* The request's strings, built up. */
-typedef struct strs {
-	buf b;
-	uint32_t n;
-	bool bad;               /* a string held a NUL, or out of memory */
-} strs;
-
-static void add(strs *s, const char *v, size_t len)
+void remote_add(strs *s, const char *v, size_t len)
 {
 	if (memchr(v, '\0', len)) {
 		s->bad = true;
@@ -52,7 +39,7 @@ static void add(strs *s, const char *v, size_t len)
 	s->n++;
 }
 
-static void adds(strs *s, const char *v) { add(s, v, strlen(v)); }
+void remote_adds(strs *s, const char *v) { remote_add(s, v, strlen(v)); }
 
 /* Read a frame's data, at most max bytes (-EPROTO past it). */
 static int read_frame(int fd, ctl_frame *f, char **data, uint32_t max)
@@ -77,7 +64,7 @@ static int read_frame(int fd, ctl_frame *f, char **data, uint32_t max)
 
 /* Send the request, pass signals on while it runs, hand the output frames
  * to io, and return the reply: *status and *json (malloc'ed). */
-static int call(nsbox_sandbox *sb, ctl_req *h, strs *s, const int *fds, int nfds, const call_io *io, int32_t *status,
+int remote_call(nsbox_sandbox *sb, ctl_req *h, strs *s, const int *fds, int nfds, const call_io *io, int32_t *status,
                 char **json, nsbox_error **err)
 {
 	live_remote *rm = sb->remote;
@@ -157,12 +144,12 @@ static int call(nsbox_sandbox *sb, ctl_req *h, strs *s, const int *fds, int nfds
 
 /* A request whose reply is data or an error: its JSON parsed (the caller
  * decrefs), or -errno with *err from the monitor's error. */
-static int call_json(nsbox_sandbox *sb, ctl_req *h, strs *s, const int *fds, int nfds, json_t **out,
+int remote_call_json(nsbox_sandbox *sb, ctl_req *h, strs *s, const int *fds, int nfds, json_t **out,
                      nsbox_error **err)
 {
 	int32_t status = 0;
 	char *text = NULL;
-	int r = call(sb, h, s, fds, nfds, NULL, &status, &text, err);
+	int r = remote_call(sb, h, s, fds, nfds, NULL, &status, &text, err);
 	buf_free(&s->b);
 	if (r < 0)
 		return r;
@@ -195,7 +182,7 @@ static int simple(nsbox_sandbox *sb, uint32_t op, strs *s, nsbox_error **err)
 {
 	ctl_req h = { .op = op };
 	strs none = { 0 };
-	return call_json(sb, &h, s ? s : &none, NULL, 0, NULL, err);
+	return remote_call_json(sb, &h, s ? s : &none, NULL, 0, NULL, err);
 }
 
 /* ---- the handle ------------------------------------------------------------------ */
@@ -217,7 +204,7 @@ int remote_open(const char *name, bool owner, nsbox_sandbox **out, nsbox_error *
 	ctl_req h = { .op = CTL_INFO };
 	strs s = { 0 };
 	json_t *info = NULL;
-	int r = call_json(sb, &h, &s, NULL, 0, &info, err);
+	int r = remote_call_json(sb, &h, &s, NULL, 0, &info, err);
 	if (r == 0) {
 		const char *id = json_string_value(json_object_get(info, "id"));
 		const char *w = json_string_value(json_object_get(info, "warning"));
@@ -263,7 +250,7 @@ int remote_config(nsbox_sandbox *sb, char **yaml, nsbox_error **err)
 	ctl_req h = { .op = CTL_CONFIG };
 	strs s = { 0 };
 	json_t *j = NULL;
-	int r = call_json(sb, &h, &s, NULL, 0, &j, err);
+	int r = remote_call_json(sb, &h, &s, NULL, 0, &j, err);
 	const char *y = r == 0 ? json_string_value(json_object_get(j, "config")) : NULL;
 	*yaml = y ? strdup(y) : NULL;
 	json_decref(j);
@@ -277,7 +264,7 @@ bool remote_paused(nsbox_sandbox *sb)
 	ctl_req h = { .op = CTL_INFO };
 	strs s = { 0 };
 	json_t *info = NULL;
-	if (call_json(sb, &h, &s, NULL, 0, &info, NULL) < 0)
+	if (remote_call_json(sb, &h, &s, NULL, 0, &info, NULL) < 0)
 		return false;
 	bool p = json_is_true(json_object_get(info, "paused"));
 	json_decref(info);
@@ -291,12 +278,12 @@ int remote_expose(nsbox_sandbox *sb, const char *host_addr, uint16_t host_port, 
 	snprintf(a, sizeof(a), "%u", (unsigned) port);
 	snprintf(b, sizeof(b), "%u", (unsigned) host_port);
 	strs s = { 0 };
-	adds(&s, a);
-	adds(&s, host_addr ? host_addr : "127.0.0.1");
-	adds(&s, b);
+	remote_adds(&s, a);
+	remote_adds(&s, host_addr ? host_addr : "127.0.0.1");
+	remote_adds(&s, b);
 	ctl_req h = { .op = CTL_EXPOSE };
 	json_t *j = NULL;
-	int r = call_json(sb, &h, &s, NULL, 0, &j, err);
+	int r = remote_call_json(sb, &h, &s, NULL, 0, &j, err);
 	if (r == 0 && bound)
 		*bound = (uint16_t) json_integer_value(json_object_get(j, "host_port"));
 	json_decref(j);
@@ -322,30 +309,30 @@ int remote_run(const nsbox_run_options *o, nsbox_sandbox *sb, nsbox_context *ctx
 		if (o->lang && strcmp(o->lang, nsbox_context_language(ctx)))
 			return nsbox_err_invalid(err, "context", "run a cell: context '%s' is a %s context, not %s",
 			                         nsbox_context_name(ctx), nsbox_context_language(ctx), o->lang);
-		adds(&s, nsbox_context_name(ctx));
-		adds(&s, nsbox_context_language(ctx));
-		add(&s, o->code ? o->code : "", o->code ? o->code_len : 0);
+		remote_adds(&s, nsbox_context_name(ctx));
+		remote_adds(&s, nsbox_context_language(ctx));
+		remote_add(&s, o->code ? o->code : "", o->code ? o->code_len : 0);
 	} else {
 		h.op = CTL_EXEC;
 		if (o->flags & NSBOX_SPAWN_TTY)
 			h.flags |= CTL_TTY;
 		if (o->workdir) {
 			h.flags |= CTL_WORKDIR;
-			adds(&s, o->workdir);
+			remote_adds(&s, o->workdir);
 		}
 		if (o->code) {
 			h.flags |= CTL_CODE;
-			adds(&s, o->lang ? o->lang : "");
-			add(&s, o->code, o->code_len);
+			remote_adds(&s, o->lang ? o->lang : "");
+			remote_add(&s, o->code, o->code_len);
 		} else {
 			for (const char *const *a = o->argv; a && *a; a++)
-				adds(&s, *a);
+				remote_adds(&s, *a);
 		}
 		uint32_t argc = s.n - (o->workdir ? 1 : 0);
 		if (o->envp) {
 			h.flags |= (o->flags & NSBOX_EXEC_ENV_ADD) ? CTL_ENV_ADD : CTL_ENV;
 			for (const char *const *e = o->envp; *e; e++, h.env++)
-				adds(&s, *e);
+				remote_adds(&s, *e);
 		}
 		if (!argc)
 			return buf_free(&s.b), nsbox_err_invalid(err, "run", "run in sandbox '%s': no command",
@@ -366,7 +353,7 @@ int remote_run(const nsbox_run_options *o, nsbox_sandbox *sb, nsbox_context *ctx
 		       .warning_userdata = o->warning_userdata, .signal_fd = o->signal_fd, .cancel = o->cancel };
 	int32_t status = 0;
 	char *text = NULL;
-	int r = call(sb, &h, &s, fds, nfds, &io, &status, &text, err);
+	int r = remote_call(sb, &h, &s, fds, nfds, &io, &status, &text, err);
 	buf_free(&s.b);
 	if (r < 0)
 		return r;
@@ -387,274 +374,16 @@ int remote_run(const nsbox_run_options *o, nsbox_sandbox *sb, nsbox_context *ctx
 	return r;
 }
 
-/* ---- files ----------------------------------------------------------------------- */
-
-static int file_call(nsbox_sandbox *sb, const char *op, const char *path, const char *arg, int fd, uint32_t flags,
-                     json_t **out, nsbox_error **err)
-{
-	strs s = { 0 };
-	adds(&s, op);
-	adds(&s, path ? path : "");
-	if (arg)
-		adds(&s, arg);
-	ctl_req h = { .op = CTL_FILE, .flags = flags };
-	return call_json(sb, &h, &s, fd >= 0 ? &fd : NULL, fd >= 0, out, err);
-}
-
-int remote_file_read(nsbox_sandbox *sb, const char *path, int out_fd, uint64_t max, uint64_t *size,
-                     nsbox_error **err)
-{
-	char num[24];
-	snprintf(num, sizeof(num), "%llu", (unsigned long long) max);
-	if (out_fd < 0)
-		return nsbox_err(err, EBADF, "files", "read '%s': no output fd", path);
-	json_t *j = NULL;
-	int r = file_call(sb, "read", path, num, out_fd, 0, &j, err);
-	if (r == 0 && size)
-		*size = (uint64_t) json_integer_value(json_object_get(j, "size"));
-	json_decref(j);
-	return r;
-}
-
-int remote_file_write(nsbox_sandbox *sb, const char *path, int in_fd, unsigned mode, uint64_t max,
-                      nsbox_error **err)
-{
-	char arg[48];
-	snprintf(arg, sizeof(arg), "%llu:%o", (unsigned long long) max, mode);
-	if (in_fd < 0)
-		return nsbox_err(err, EINVAL, "files", "write '%s': no input fd", path);
-	return file_call(sb, "write", path, arg, in_fd, 0, NULL, err);
-}
-
-/* KEY's string, or the bytes of KEY_hex (a name that is not UTF-8). */
-static int name_from(json_t *o, const char *key, char **out)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	char k[16];
-	snprintf(k, sizeof(k), "%s_hex", key);
-	const char *h = s ? NULL : json_string_value(json_object_get(o, k));
-	size_t n = h ? strlen(h) : 0;
-	if (!s && (!h || n % 2))
-		return -EPROTO;
-	*out = s ? strdup(s) : malloc(n / 2 + 1);
-	if (!*out)
-		return -ENOMEM;
-	for (size_t i = 0; h && i < n / 2; i++) {
-		unsigned v;
-		if (sscanf(h + 2 * i, "%2x", &v) != 1 || v == 0 || !isxdigit((unsigned char) h[2 * i]) ||
-		    !isxdigit((unsigned char) h[2 * i + 1]))
-			return -EPROTO;
-		(*out)[i] = (char) v;
-	}
-	if (h)
-		(*out)[n / 2] = '\0';
-	return 0;
-}
-
-static int info_from(json_t *o, nsbox_file_info *fi)
-{
-	const char *type = json_string_value(json_object_get(o, "type"));
-	if (!type || strlen(type) != 1)
-		return -EPROTO;
-	int r = name_from(o, "name", &fi->name);
-	r = r ?: name_from(o, "path", &fi->path);
-	if (r < 0) {
-		free(fi->name);
-		free(fi->path);
-		fi->name = fi->path = NULL;
-		return r;
-	}
-	fi->type = type[0];
-	fi->mode = (unsigned) json_integer_value(json_object_get(o, "mode"));
-	fi->size = (uint64_t) json_integer_value(json_object_get(o, "size"));
-	fi->mtime_ns = (int64_t) json_integer_value(json_object_get(o, "mtime_ns"));
-	return fi->name && fi->path ? 0 : -ENOMEM;
-}
-
-int remote_file_list(nsbox_sandbox *sb, const char *path, nsbox_file_info **out, size_t *count, nsbox_error **err)
-{
-	json_t *j = NULL;
-	*out = NULL;
-	*count = 0;
-	int r = file_call(sb, "list", path, NULL, -1, 0, &j, err);
-	if (r < 0)
-		return r;
-	json_t *v = json_object_get(j, "entries");
-	size_t n = json_array_size(v);
-	nsbox_file_info *fi = calloc(n ? n : 1, sizeof(*fi));
-	for (size_t i = 0; fi && i < n && r == 0; i++)
-		r = info_from(json_array_get(v, i), &fi[i]);
-	json_decref(j);
-	if (!fi || r < 0) {
-		nsbox_file_info_free(fi, n);
-		return nsbox_err(err, fi ? -r : ENOMEM, "files", "list '%s'", path);
-	}
-	*out = fi;
-	*count = n;
-	return 0;
-}
-
-int remote_file_stat(nsbox_sandbox *sb, const char *path, nsbox_file_info *out, nsbox_error **err)
-{
-	json_t *j = NULL;
-	int r = file_call(sb, "stat", path, NULL, -1, 0, &j, err);
-	if (r == 0 && (r = info_from(j, out)) < 0)
-		(void) nsbox_err(err, -r, "files", "stat '%s'", path);
-	json_decref(j);
-	return r;
-}
-
-int remote_file_remove(nsbox_sandbox *sb, const char *path, bool recursive, nsbox_error **err)
-{
-	return file_call(sb, "remove", path, NULL, -1, recursive ? CTL_RECURSIVE : 0, NULL, err);
-}
-
-int remote_file_mkdir(nsbox_sandbox *sb, const char *path, unsigned mode, nsbox_error **err)
-{
-	char m[16];
-	snprintf(m, sizeof(m), "%o", mode);
-	return file_call(sb, "mkdir", path, m, -1, 0, NULL, err);
-}
-
-/* ---- processes ------------------------------------------------------------------- */
-
-int remote_process_start(nsbox_sandbox *sb, const nsbox_process_options *o, char id[17], nsbox_error **err)
-{
-	ctl_req h = { .op = CTL_SPAWN, .timeout_ms = o->timeout_ms, .arg = o->log_bytes };
-	strs s = { 0 };
-	if (o->workdir) {
-		h.flags |= CTL_WORKDIR;
-		adds(&s, o->workdir);
-	}
-	for (const char *const *a = o->argv; *a; a++)
-		adds(&s, *a);
-	if (o->envp) {
-		h.flags |= (o->flags & NSBOX_EXEC_ENV_ADD) ? CTL_ENV_ADD : CTL_ENV;
-		for (const char *const *e = o->envp; *e; e++, h.env++)
-			adds(&s, *e);
-	}
-	json_t *j = NULL;
-	int r = call_json(sb, &h, &s, NULL, 0, &j, err);
-	const char *got = json_string_value(json_object_get(j, "id"));
-	if (r == 0 && got && strlen(got) == 16)
-		memcpy(id, got, 17);
-	else if (r == 0)
-		r = nsbox_err(err, EPROTO, "process", "start a process: no id in the answer");
-	json_decref(j);
-	return r;
-}
-
-static int id_call(nsbox_sandbox *sb, uint32_t op, const char *id, const char *arg, uint64_t timeout_ms,
-                   json_t **out, nsbox_error **err)
-{
-	strs s = { 0 };
-	adds(&s, id);
-	if (arg)
-		adds(&s, arg);
-	ctl_req h = { .op = op, .timeout_ms = timeout_ms };
-	return call_json(sb, &h, &s, NULL, 0, out, err);
-}
-
-int remote_process_state(nsbox_sandbox *sb, const char *id, bool *running)
-{
-	json_t *j = NULL;
-	int r = id_call(sb, CTL_PROCS, id, NULL, 0, &j, NULL);
-	json_t *p = json_array_get(j, 0);
-	*running = r == 0 && json_is_true(json_object_get(p, "running"));
-	if (r == 0 && !p)
-		r = -ENOENT;
-	json_decref(j);
-	return r;
-}
-
-int remote_process_list(nsbox_sandbox *sb, char **json, nsbox_error **err)
-{
-	ctl_req h = { .op = CTL_PROCS };
-	strs s = { 0 };
-	json_t *j = NULL;
-	int r = call_json(sb, &h, &s, NULL, 0, &j, err);
-	if (r < 0)
-		return r;
-	*json = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return *json ? 0 : nsbox_err(err, ENOMEM, "process", "list");
-}
-
-static void collect(void *userdata, int stream, const char *data, size_t len)
-{
-	(void) stream;
-	buf_append(userdata, data, len);
-}
-
-int remote_process_logs(nsbox_sandbox *sb, const char *id, int stream, char **out, size_t *len, uint64_t *total,
-                        nsbox_error **err)
-{
-	/* The bytes come as an output frame, exactly; the reply has the count. */
-	strs s = { 0 };
-	adds(&s, id);
-	adds(&s, stream == 2 ? "2" : "1");
-	ctl_req h = { .op = CTL_LOGS };
-	buf data = { 0 };
-	call_io io = { .on_output = collect, .output_userdata = &data, .signal_fd = -1 };
-	int32_t status = 0;
-	char *text = NULL;
-	int r = call(sb, &h, &s, NULL, 0, &io, &status, &text, err);
-	buf_free(&s.b);
-	if (r == 0 && status < 0) {
-		nsbox_error *e = ctl_error_from_json(text);
-		r = e ? -nsbox_error_errno(e) ?: -EIO : status;
-		if (err)
-			*err = e;
-		else
-			nsbox_error_free(e);
-	}
-	json_t *j = r == 0 ? json_loads(text ? text : "{}", 0, NULL) : NULL;
-	free(text);
-	if (r == 0 && total)
-		*total = (uint64_t) json_integer_value(json_object_get(j, "total"));
-	json_decref(j);
-	size_t n = data.len;
-	if (r == 0 && (data.oom || !(*out = n ? buf_steal(&data) : strdup(""))))
-		r = nsbox_err(err, ENOMEM, "process", "logs of %s", id);
-	if (r == 0)
-		*len = n;
-	buf_free(&data);
-	return r;
-}
-
-int remote_process_kill(nsbox_sandbox *sb, const char *id, int sig)
-{
-	char num[16];
-	snprintf(num, sizeof(num), "%d", sig);
-	return id_call(sb, CTL_KILL, id, num, 0, NULL, NULL);
-}
-
-int remote_process_wait(nsbox_sandbox *sb, const char *id, uint64_t timeout_ms, nsbox_result **out,
-                        nsbox_error **err)
-{
-	json_t *j = NULL;
-	int r = id_call(sb, CTL_WAIT, id, NULL, timeout_ms, &j, err);
-	if (r < 0)
-		return r;
-	char *text = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	if (!text)
-		return nsbox_err(err, ENOMEM, "process", "wait for %s", id);
-	r = out ? result_from_json(text, out, err) : 0;
-	free(text);
-	return r;
-}
-
 /* ---- contexts -------------------------------------------------------------------- */
 
 int remote_context_new(nsbox_sandbox *sb, const char *lang, const char *name, bool *created, nsbox_error **err)
 {
 	strs s = { 0 };
-	adds(&s, name);
-	adds(&s, lang);
+	remote_adds(&s, name);
+	remote_adds(&s, lang);
 	ctl_req h = { .op = CTL_CONTEXT_NEW };
 	json_t *j = NULL;
-	int r = call_json(sb, &h, &s, NULL, 0, &j, err);
+	int r = remote_call_json(sb, &h, &s, NULL, 0, &j, err);
 	*created = r == 0 && json_is_true(json_object_get(j, "created"));
 	json_decref(j);
 	return r;
@@ -663,6 +392,6 @@ int remote_context_new(nsbox_sandbox *sb, const char *lang, const char *name, bo
 int remote_context_op(nsbox_sandbox *sb, int op, const char *name, nsbox_error **err)
 {
 	strs s = { 0 };
-	adds(&s, name);
+	remote_adds(&s, name);
 	return simple(sb, (uint32_t) op, &s, err);
 }

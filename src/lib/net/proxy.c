@@ -6,7 +6,8 @@
  * request and its body to the origin, nothing after; a tunnel's first
  * bytes are held until its TLS ClientHello, if it is one, names the
  * tunnel's host. Every destination asked for is counted as allowed or
- * denied (with why) for the result record. */
+ * denied (with why) for the result record. The relaying and the tunnel's
+ * held bytes are in proxy_relay.c. */
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -21,60 +22,11 @@
 #include <unistd.h>
 
 #include "net/proxy.h"
+#include "net/proxy_conn.h"
 
 #define MAX_CONNS 256
-#define RELAY_BUF 65536
 #define SETUP_TIMEOUT_MS 30000   /* head, lookup and connect, each */
 #define LINGER_MS 2000           /* reading what a refused client still sends */
-
-enum cstate { C_HEAD, C_RESOLVE, C_CONNECT, C_SNIFF, C_RELAY, C_LINGER };
-
-typedef struct pbuf {
-	char *data;
-	size_t off, len;
-	bool eof, shut;
-	bool bounded;    /* only `left` more bytes go through; the rest is dropped */
-	uint64_t left;
-} pbuf;
-
-typedef struct lookup {
-	pthread_mutex_t mu;
-	bool abandoned, done;
-	int rc, efd;
-	struct addrinfo *res;
-	char host[256], port[8];
-} lookup;
-
-typedef struct conn conn;
-typedef struct watch {
-	conn *c;
-	int which;   /* 0 client, 1 server, 2 lookup */
-} watch;
-
-struct conn {
-	proxy *px;
-	int cfd, sfd;
-	enum cstate st;
-	uint64_t since;
-	char head[PROXY_HEAD_MAX];
-	size_t hlen;
-	proxy_req req;
-	lookup *lk;
-	struct addrinfo *ai, *next_ai;
-	bool tried;            /* an address passed the check and was tried */
-	char refused[160];     /* why an address was not, for the record */
-	pbuf up, down;   /* client -> server, server -> client */
-	watch w[3];
-	conn *prev, *next;
-};
-
-struct proxy {
-	int ep, lfd, tfd;
-	strv allow;
-	conn *conns;
-	size_t n_conns;
-	proxy_log allowed, denied;
-};
 
 static uint64_t now_ms(void)
 {
@@ -83,7 +35,7 @@ static uint64_t now_ms(void)
 	return (uint64_t) t.tv_sec * 1000 + (uint64_t) t.tv_nsec / 1000000;
 }
 
-static void count(proxy_log *l, const proxy_req *r, const char *reason)
+void proxy_count(proxy_log *l, const proxy_req *r, const char *reason)
 {
 	char name[300];
 	bool v6 = strchr(r->host, ':') != NULL;
@@ -91,7 +43,7 @@ static void count(proxy_log *l, const proxy_req *r, const char *reason)
 	proxy_log_count(l, name, reason);
 }
 
-static void set_watch(conn *c, int which, int fd, uint32_t events)
+void proxy_set_watch(conn *c, int which, int fd, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = &c->w[which] };
 	if (epoll_ctl(c->px->ep, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
@@ -113,7 +65,7 @@ static void lookup_release(lookup *lk, bool abandon)
 	free(lk);
 }
 
-static void conn_close(conn *c)
+void proxy_conn_close(conn *c)
 {
 	proxy *px = c->px;
 	if (c->lk) {
@@ -163,7 +115,7 @@ static void refuse(conn *c, int code, const char *reason, const char *detail)
 	}
 	c->st = C_LINGER;
 	c->since = now_ms();
-	set_watch(c, 0, c->cfd, EPOLLIN);
+	proxy_set_watch(c, 0, c->cfd, EPOLLIN);
 }
 
 static void *lookup_thread(void *arg)
@@ -220,7 +172,7 @@ static void start_lookup(conn *c)
 	c->st = C_RESOLVE;
 	c->since = now_ms();
 	(void) epoll_ctl(c->px->ep, EPOLL_CTL_DEL, c->cfd, NULL);   /* nothing to read meanwhile */
-	set_watch(c, 2, lk->efd, EPOLLIN);
+	proxy_set_watch(c, 2, lk->efd, EPOLLIN);
 }
 
 /* The next address that passes the check, connected to as it is (no
@@ -252,14 +204,14 @@ static void try_connect(conn *c)
 			c->sfd = fd;
 			c->st = C_CONNECT;
 			c->since = now_ms();
-			set_watch(c, 1, fd, EPOLLOUT);
+			proxy_set_watch(c, 1, fd, EPOLLOUT);
 			return;
 		}
 		close(fd);
 	}
 	char detail[512];
 	if (!c->tried && c->refused[0]) {
-		count(&c->px->denied, &c->req, c->refused);
+		proxy_count(&c->px->denied, &c->req, c->refused);
 		snprintf(detail, sizeof(detail), "%s:%u: %s (allow that address itself with --allow-host if it is meant)",
 		         c->req.host, c->req.port, c->refused);
 		refuse(c, 403, "Forbidden", detail);
@@ -293,21 +245,6 @@ static void on_lookup(conn *c)
 	try_connect(c);
 }
 
-static bool pbuf_alloc(pbuf *b)
-{
-	if (!b->data)
-		b->data = malloc(RELAY_BUF);
-	return b->data != NULL;
-}
-
-static void queue(pbuf *b, const char *data, size_t n)
-{
-	size_t room = RELAY_BUF - b->len;
-	n = n < room ? n : room;   /* at most a head's worth: always fits */
-	memcpy(b->data + b->len, data, n);
-	b->len += n;
-}
-
 /* The destination is allowed and reachable: start relaying, with the
  * origin's head (plain HTTP) or the tunnel's answer (CONNECT) queued. */
 static void on_connected(conn *c)
@@ -318,30 +255,30 @@ static void on_connected(conn *c)
 		try_connect(c);
 		return;
 	}
-	if (!pbuf_alloc(&c->up) || !pbuf_alloc(&c->down)) {
+	if (!proxy_pbuf_alloc(&c->up) || !proxy_pbuf_alloc(&c->down)) {
 		refuse(c, 502, "Bad Gateway", "out of memory");
 		return;
 	}
 	size_t head = proxy_head_len(c->head, c->hlen), extra = c->hlen - head;
 	if (c->req.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		queue(&c->down, ok, sizeof(ok) - 1);
-		queue(&c->up, c->head + head, extra);   /* the tunnel's first bytes, held */
-		count(&c->px->allowed, &c->req, NULL);    /* connected (denied too if sniff() says so) */
+		proxy_queue(&c->down, ok, sizeof(ok) - 1);
+		proxy_queue(&c->up, c->head + head, extra);   /* the tunnel's first bytes, held */
+		proxy_count(&c->px->allowed, &c->req, NULL);    /* connected (denied too if proxy_sniff() says so) */
 		c->st = C_SNIFF;
 		return;
 	}
 	/* The request and its body, and nothing after it: a second request
 	 * on this connection would reach the origin unchecked. */
-	queue(&c->up, c->req.head, c->req.head_len);
+	proxy_queue(&c->up, c->req.head, c->req.head_len);
 	c->up.bounded = true;
 	if (extra > c->req.body_len) {
 		extra = (size_t) c->req.body_len;
-		c->up.eof = true;   /* pipelined: see flow() */
+		c->up.eof = true;   /* pipelined: see flow() in proxy_relay.c */
 	}
-	queue(&c->up, c->head + head, extra);
+	proxy_queue(&c->up, c->head + head, extra);
 	c->up.left = c->req.body_len - extra;
-	count(&c->px->allowed, &c->req, NULL);
+	proxy_count(&c->px->allowed, &c->req, NULL);
 	c->st = C_RELAY;
 }
 
@@ -354,7 +291,7 @@ static void on_head(conn *c)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n <= 0) {
-			conn_close(c);
+			proxy_conn_close(c);
 			return;
 		}
 		c->hlen += (size_t) n;
@@ -368,7 +305,7 @@ static void on_head(conn *c)
 	const char *why = "bad request";
 	int r = proxy_parse(c->head, proxy_head_len(c->head, c->hlen), &c->req, &why);
 	if (r == -EACCES) {
-		count(&c->px->denied, &c->req, why);
+		proxy_count(&c->px->denied, &c->req, why);
 		refuse(c, 403, "Forbidden", why);
 		return;
 	}
@@ -377,7 +314,7 @@ static void on_head(conn *c)
 		return;
 	}
 	if (!proxy_allowed(&c->px->allow, c->req.host, c->req.port)) {
-		count(&c->px->denied, &c->req, "not allowed");
+		proxy_count(&c->px->denied, &c->req, "not allowed");
 		char detail[400];
 		snprintf(detail, sizeof(detail), "%s:%u is not allowed for this run (--allow-host)", c->req.host,
 		         c->req.port);
@@ -387,117 +324,6 @@ static void on_head(conn *c)
 	start_lookup(c);
 }
 
-/* Move what can move, in both directions; half-close a side once its
- * direction is drained after EOF; done when both are. */
-static bool flow(int from, int to, pbuf *b)
-{
-	if (!b->eof && b->len < RELAY_BUF) {
-		ssize_t n = recv(from, b->data + b->len, RELAY_BUF - b->len, 0);
-		if (n > 0 && b->bounded) {
-			size_t keep = (uint64_t) n < b->left ? (size_t) n : (size_t) b->left;
-			b->left -= keep;
-			b->len += keep;
-			/* Past the request: dropped, and taken as the end of what
-			 * this client says here, so the origin finishes and closes
-			 * and the client opens a new connection for its next. */
-			if (keep < (size_t) n)
-				b->eof = true;
-		} else if (n > 0)
-			b->len += (size_t) n;
-		else if (n == 0)
-			b->eof = true;
-		else if (errno != EAGAIN && errno != EINTR)
-			return false;
-	}
-	while (b->off < b->len) {
-		ssize_t n = send(to, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n < 0)
-			return false;
-		b->off += (size_t) n;
-	}
-	if (b->off == b->len)
-		b->off = b->len = 0;
-	if (b->eof && b->len == 0 && !b->shut) {
-		(void) shutdown(to, SHUT_WR);
-		b->shut = true;
-	}
-	return true;
-}
-
-static void relay(conn *c)
-{
-	if (!flow(c->cfd, c->sfd, &c->up) || !flow(c->sfd, c->cfd, &c->down) || (c->up.shut && c->down.shut)) {
-		conn_close(c);
-		return;
-	}
-	set_watch(c, 0, c->cfd, (!c->up.eof && c->up.len < RELAY_BUF ? EPOLLIN : 0) | (c->down.len ? EPOLLOUT : 0));
-	set_watch(c, 1, c->sfd, (!c->down.eof && c->down.len < RELAY_BUF ? EPOLLIN : 0) | (c->up.len ? EPOLLOUT : 0));
-}
-
-/* A tunnel's first bytes are held here until they show what the tunnel
- * carries: a TLS ClientHello must name the tunnel's own host, if it names
- * any (else an allowed name of a shared server, a CDN's, would front for
- * any other tenant of it); plain HTTP is refused, as its Host, and that
- * of every request after it, would go unchecked; anything else passes
- * (it reaches the allowed address, and only it). Meanwhile the server's
- * side flows, for protocols where the server speaks first. */
-static void sniff(conn *c)
-{
-	if (!flow(c->sfd, c->cfd, &c->down)) {
-		conn_close(c);
-		return;
-	}
-	pbuf *b = &c->up;
-	if (!b->eof && b->len < RELAY_BUF) {
-		ssize_t n = recv(c->cfd, b->data + b->len, RELAY_BUF - b->len, 0);
-		if (n > 0)
-			b->len += (size_t) n;
-		else if (n == 0)
-			b->eof = true;
-		else if (errno != EAGAIN && errno != EINTR) {
-			conn_close(c);
-			return;
-		}
-	}
-	char sni[256], why[400];
-	const char *deny = NULL;
-	int r = b->len ? proxy_tls_sni((const uint8_t *) b->data, b->len, sni, sizeof(sni)) : (b->eof ? 0 : -EAGAIN);
-	if (r == -EPROTO) {
-		int h = proxy_sniff_http(b->data, b->len);
-		r = h == 1 ? -EPROTO : h == -EAGAIN && !b->eof ? -EAGAIN : 0;
-	}
-	if (r == -EAGAIN && !b->eof && b->len < RELAY_BUF) {
-		if (c->down.shut) {
-			conn_close(c);
-			return;
-		}
-		set_watch(c, 0, c->cfd, EPOLLIN | (c->down.len ? EPOLLOUT : 0));
-		set_watch(c, 1, c->sfd, !c->down.eof && c->down.len < RELAY_BUF ? EPOLLIN : 0);
-		return;
-	}
-	if (r == -EPROTO)
-		deny = "plain HTTP in a tunnel (ask the proxy for http:// URLs directly)";
-	else if (r == -EAGAIN || r == -EINVAL)
-		deny = "a malformed, incomplete or fragmented TLS ClientHello in the tunnel";
-	else if (r == -EPERM)
-		deny = "TLS Encrypted Client Hello in the tunnel (it hides the server name)";
-	else if (r == 1 && strcmp(sni, c->req.host)) {
-		snprintf(why, sizeof(why), "TLS server name '%s' in the tunnel is not its host", sni);
-		deny = why;
-	}
-	if (deny) {
-		count(&c->px->denied, &c->req, deny);
-		conn_close(c);   /* the tunnel was answered: nothing to say but closing it */
-		return;
-	}
-	c->st = C_RELAY;
-	relay(c);
-}
-
 static void on_linger(conn *c)
 {
 	char sink[4096];
@@ -505,7 +331,7 @@ static void on_linger(conn *c)
 	while ((n = recv(c->cfd, sink, sizeof(sink), 0)) > 0)
 		;
 	if (n == 0 || (errno != EAGAIN && errno != EINTR))
-		conn_close(c);
+		proxy_conn_close(c);
 }
 
 static void on_accept(proxy *px)
@@ -525,7 +351,7 @@ static void on_accept(proxy *px)
 			px->conns->prev = c;
 		px->conns = c;
 		px->n_conns++;
-		set_watch(c, 0, fd, EPOLLIN);
+		proxy_set_watch(c, 0, fd, EPOLLIN);
 	}
 }
 
@@ -539,7 +365,7 @@ static void on_tick(proxy *px)
 		next = c->next;
 		uint64_t age = now - c->since;
 		if (c->st == C_LINGER && age > LINGER_MS)
-			conn_close(c);
+			proxy_conn_close(c);
 		else if (c->st == C_HEAD && age > SETUP_TIMEOUT_MS)
 			refuse(c, 408, "Request Timeout", "no complete request head in time");
 		else if ((c->st == C_RESOLVE || c->st == C_CONNECT) && age > SETUP_TIMEOUT_MS)
@@ -580,15 +406,15 @@ void proxy_dispatch(proxy *px)
 			if (w->which == 1)
 				on_connected(c);
 			if (c->st == C_RELAY)
-				relay(c);
+				proxy_relay(c);
 			else if (c->st == C_SNIFF)
-				sniff(c);
+				proxy_sniff(c);
 			break;
 		case C_SNIFF:
-			sniff(c);
+			proxy_sniff(c);
 			break;
 		case C_RELAY:
-			relay(c);
+			proxy_relay(c);
 			break;
 		case C_LINGER:
 			on_linger(c);
@@ -633,7 +459,7 @@ void proxy_logs(const proxy *px, proxy_log *allowed, proxy_log *denied)
 void proxy_finish(proxy *px, proxy_log *allowed, proxy_log *denied)
 {
 	while (px->conns)
-		conn_close(px->conns);
+		proxy_conn_close(px->conns);
 	if (px->ep >= 0)
 		close(px->ep);
 	if (px->tfd >= 0)

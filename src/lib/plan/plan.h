@@ -164,6 +164,14 @@ typedef struct nsbox_plan {
 int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err);
 void plan_free(nsbox_plan *p);
 const char *plan_step_name(enum step s);
+/* plan.c, for plan_mounts.c: a formatted string (malloc'ed, NULL when out
+ * of memory); whether an op of kind k owns its `data`. */
+char *plan_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+bool plan_op_owns_data(enum mount_kind k);
+/* plan_mounts.c: the mount ops into p (home: the caller's HOME, for
+ * volumes; ihome: the payload's home in the image, or NULL). */
+int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home, const char *ihome,
+                nsbox_error **err);
 
 /* Child-side helpers, implemented in their own files. */
 /* Reopen the bind sources in the child's mount namespace (an fd from the
