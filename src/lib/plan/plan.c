@@ -59,11 +59,6 @@ const char *plan_step_name(enum step s)
 }
 
 /* Ops whose `data` the plan owns (copied in add_op, plan_mounts.c). */
-bool plan_op_owns_data(enum mount_kind k)
-{
-	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE || k == OP_OVERLAY || k == OP_BIND_DATA ||
-	       k == OP_HOME;
-}
 
 static void free_strv(char **v)
 {

@@ -165,9 +165,15 @@ int plan_build(const nsbox_config *cfg, nsbox_plan **out, nsbox_error **err);
 void plan_free(nsbox_plan *p);
 const char *plan_step_name(enum step s);
 /* plan.c, for plan_mounts.c: a formatted string (malloc'ed, NULL when out
- * of memory); whether an op of kind k owns its `data`. */
+ * of memory). */
 char *plan_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-bool plan_op_owns_data(enum mount_kind k);
+/* Whether an op of kind k owns its `data` (plan_free frees it). Inline, so
+ * that the analyzers see who owns what in either file. */
+static inline bool plan_op_owns_data(enum mount_kind k)
+{
+	return k == OP_FS || k == OP_BIND || k == OP_WRITE_FILE || k == OP_OVERLAY || k == OP_BIND_DATA ||
+	       k == OP_HOME;
+}
 /* plan_mounts.c: the mount ops into p (home: the caller's HOME, for
  * volumes; ihome: the payload's home in the image, or NULL). */
 int plan_mounts(nsbox_plan *p, const nsbox_config *cfg, const char *home, const char *ihome,
