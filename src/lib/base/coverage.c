@@ -175,10 +175,10 @@ static char *put_uint(char *p, unsigned v)
 extern char **environ;
 void __gcov_dump(void);
 
-void coverage_sandbox_dump(void)
+static void dump_beneath(void)
 {
 	uid_t uid;
-	if (!cov.on || getpid() != 1 || !host_uid(&uid))
+	if (!host_uid(&uid))
 		return;
 	static const char head[] = "GCOV_PREFIX=/proc/self/fd/";
 	char *p = cov.prefix;
@@ -200,6 +200,24 @@ void coverage_sandbox_dump(void)
 	cov.env[2] = NULL;
 	environ = cov.env;
 	__gcov_dump();
+}
+
+void coverage_sandbox_dump(void)
+{
+	if (cov.on && getpid() == 1)
+		dump_beneath();
+}
+
+void coverage_fileop_start(void)
+{
+	if (cov.on)
+		__gcov_reset();
+}
+
+void coverage_fileop_dump(void)
+{
+	if (cov.on)
+		dump_beneath();
 }
 #else
 typedef int coverage_unused;

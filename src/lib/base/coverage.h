@@ -55,6 +55,10 @@ void coverage_sandbox_prepare(const struct nsbox_plan *p);
 void coverage_sandbox_end(void);
 void coverage_sandbox_start(void);
 void coverage_sandbox_dump(void);
+/* A files API operation (child/fileop.c) never execs: its process, a copy
+ * of pid 1, starts its counts afresh and dumps them itself at its end. */
+void coverage_fileop_start(void);
+void coverage_fileop_dump(void);
 int coverage_close_range(unsigned first, unsigned last, unsigned flags);
 #else
 static inline void coverage_dump(void) {}
@@ -62,6 +66,8 @@ static inline void coverage_dump(void) {}
 #define coverage_sandbox_end() ((void) 0)
 #define coverage_sandbox_start() ((void) 0)
 #define coverage_sandbox_dump() ((void) 0)
+#define coverage_fileop_start() ((void) 0)
+#define coverage_fileop_dump() ((void) 0)
 #define coverage_close_range sys_close_range
 static inline bool coverage_clone_may_dump(void) { return false; }
 #endif

@@ -347,8 +347,11 @@ __attribute__((noreturn)) void payload_exec(const child_args *a)
 	trace_mark(p->trace, TR_P_EXEC);
 	/* The files API: the operation instead of a program, set up exactly
 	 * as a program would be (credentials, filter, working directory). */
-	if (p->file_op)
-		_exit(fileop_run(p->argv));
+	if (p->file_op) {
+		int status = fileop_run(p->argv);
+		coverage_fileop_dump();
+		_exit(status);
+	}
 	int e = exec_search(p);
 	child_report(a->sync_fd, STEP_EXEC, -1, e);
 	_exit(e == ENOENT ? 127 : 126);

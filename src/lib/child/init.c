@@ -50,8 +50,10 @@ static pid_t start_payload(const child_args *a)
 		pid_t pid = (pid_t) sys_clone3(&ca);
 		if (pid < 0 && errno == ENOSYS)
 			pid = (pid_t) syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
-		if (pid == 0)
+		if (pid == 0) {
+			coverage_fileop_start();
 			payload_exec(a);
+		}
 		return pid;
 	}
 	if (PAYLOAD_SHARES_MEMORY)
