@@ -229,8 +229,13 @@ static int kill_what(int base, container *c, const char *ref, const many_opts *o
 	}
 	if (sig == SIGKILL)
 		kill_now(base, c);
-	else if (owner_signal(c, sig) < 0)
+	else if (owner_signal(c, sig) < 0) {
+		/* Gone between the look and the signal (or its recorded pid is
+		 * not the process that wrote it: never signalled): as Docker,
+		 * an error, and the name is not printed as if it was killed. */
 		print_msg("docker kill: container '%s' ended meanwhile", c->name);
+		return -1;
+	}
 	printf("%s\n", ref);
 	return 0;
 }
