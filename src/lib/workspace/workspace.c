@@ -245,7 +245,7 @@ static int check_upper_fs(const char *dir, nsbox_error **err)
 	return 0;
 }
 
-static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
+static int lay_out(ws_plan *w, nsbox_error **err)
 {
 	if (asprintf(&w->upper, "%s/upper", w->dir) < 0 || asprintf(&w->work, "%s/work", w->dir) < 0)
 		return nsbox_err(err, ENOMEM, "workspace", "prepare the workspace");
@@ -265,7 +265,7 @@ static int lay_out(ws_plan *w, uid_t uid, gid_t gid, nsbox_error **err)
 	struct stat st;
 	if (fstat(w->lower_fd, &st) < 0)
 		return nsbox_err(err, errno, "workspace", "stat workspace '%s'", w->lower);
-	if (geteuid() == 0 && (chown(w->upper, w->user_uid, w->user_gid) < 0 || chown(w->work, uid, gid) < 0))
+	if (geteuid() == 0 && (chown(w->upper, w->user_uid, w->user_gid) < 0 || chown(w->work, w->setup_uid, w->setup_gid) < 0))
 		return nsbox_err(err, errno, "workspace", "hand the upper layer '%s' to the sandbox", w->upper);
 	(void) chmod(w->upper, st.st_mode & 07777);
 	return 0;
@@ -338,9 +338,8 @@ int ws_prepare(ws_plan *w, const nsbox_config *cfg, bool rootless, uid_t setup_u
 
 int ws_create(ws_plan *w, nsbox_error **err)
 {
-	if (!w->active || w->mode != WS_OVERLAY || w->created)
+	if (!w->active || w->mode != WS_OVERLAY)
 		return 0;
-	w->created = true;
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%.4000s/%s", w->state, w->session ? "sessions" : "runs");
 	/* Traversable (not listable) down to the run's own directory: the
@@ -359,6 +358,7 @@ int ws_create(ws_plan *w, nsbox_error **err)
 		/* Locked from the start: see reap_stale. */
 		if (mkdir(w->dir, 0700) < 0)
 			return nsbox_err(err, errno, "workspace", "create the state directory '%s'", w->dir);
+		w->created = true;   /* ours: ws_finish removes it */
 		int lock = ws_session_lock(w->dir);
 		if (lock < 0)
 			return nsbox_err(err, -lock, "workspace", "lock '%s/lock'", w->dir);
@@ -366,7 +366,7 @@ int ws_create(ws_plan *w, nsbox_error **err)
 	}
 	if (chmod(w->dir, 0700) < 0 || (geteuid() == 0 && chown(w->dir, w->setup_uid, w->setup_gid) < 0))
 		return nsbox_err(err, errno, "workspace", "create the state directory '%s'", w->dir);
-	return lay_out(w, w->setup_uid, w->setup_gid, err);
+	return lay_out(w, err);
 }
 
 /* A user namespace that only maps the workspace's owner (uid and gid as

@@ -21,7 +21,7 @@ typedef struct ws_plan {
 	int lower_fd;         /* O_PATH, what the checks looked at */
 	char *state;          /* the state directory (overlay) */
 	char *dir;            /* state: runs/<id> or sessions/<name> */
-	bool created;         /* ws_create ran: dir, layers, lock */
+	bool created;         /* ws_create made the ephemeral run's dir */
 	uid_t setup_uid;      /* the host ids the sandbox's setup runs as */
 	gid_t setup_gid;
 	char *upper, *work;
@@ -105,7 +105,7 @@ struct nsbox_config;
 int ws_prepare(ws_plan *w, const struct nsbox_config *cfg, bool rootless, uid_t setup_uid,
                gid_t setup_gid, nsbox_error **err);
 /* Spawn, before clone (overlay): remove what killed runs left, create the
- * run's (or session's) directory and layers, take its lock. Once. */
+ * run's (or session's) directory and layers, take its lock. */
 int ws_create(ws_plan *w, nsbox_error **err);
 /* Parent (root): an idmapped, read-only clone of the lower layer in which
  * the workspace owner's files belong to (to_uid, to_gid), the sandbox's user
