@@ -67,16 +67,20 @@ def _nsbox_warm_arm(g):
             except BaseException as e:
                 os.write(2, ("nsbox: warm pool: preload %s: %s: %s\n" % (module, type(e).__name__, e)).encode())
                 os._exit(125)
-        warm(TARGET)  # noqa: F821 (given by the .pth line)
-        g.clear()
-        # What start-up left for the cyclic collector (classes a module
-        # replaced with C ones, such as functools' partial) is gone by now
-        # in a cold run, whose start kept allocating: collect it here too,
-        # without leaving gc imported.
+        # What start-up (and the preload) left for the cyclic collector
+        # (classes a module replaced with C ones, such as functools'
+        # partial) is gone by now in a cold run, whose start kept
+        # allocating: collect it here too, without leaving gc imported.
+        # Before the wait, not after: a full collection is about 1 ms that
+        # the run would otherwise wait for. Nothing cyclic is made after
+        # it: the wait's buffers, and the hook's own functions once
+        # g.clear() breaks their cycle with g, go by refcount.
         had_gc = "gc" in sys.modules
         __import__("gc").collect()
         if not had_gc:
             sys.modules.pop("gc", None)
+        warm(TARGET)  # noqa: F821 (given by the .pth line)
+        g.clear()
         # The search goes on from the start of sys.meta_path (importlib
         # would skip the finder after this one, which we took off).
         more = getattr(bootstrap, "_find_spec", None)
