@@ -103,7 +103,7 @@ static void read_messages(nsbox_sandbox *sb, int flags, int ep)
 		else if (m.type == MSG_EXIT) {
 			sb->have_exit = true;
 			sb->payload_status = m.status;
-			if (sb->exec_of) {   /* what the exec's pid 1 saw its children use */
+			if (sb->exec_of || sb->pooled) {   /* what pid 1 saw its children use */
 				sb->rusage.ru_utime = (struct timeval){ m.utime_us / 1000000, m.utime_us % 1000000 };
 				sb->rusage.ru_stime = (struct timeval){ m.stime_us / 1000000, m.stime_us % 1000000 };
 				sb->rusage.ru_maxrss = m.maxrss_kb;
@@ -158,6 +158,28 @@ static void reap(nsbox_sandbox *sb)
 	trace_mark(sb->trace, TR_REAPED);
 }
 
+/* A pooled run's record is complete when pid 1 reports the payload's
+ * exit: pid 1 exits right after (taking what the payload left running with
+ * its namespace), and what the payload wrote is in the pipes already. The
+ * caller need not wait for that teardown (the namespaces' and the mounts'
+ * release, a few hundred microseconds): nsbox_pool_release() has the pool's
+ * thread reap pid 1, remove the cgroup and end the janitor. Not with a
+ * relay (a terminal, stdin) or a workspace, whose ends need pid 1 gone. */
+static bool ends_at_exit(const nsbox_sandbox *sb)
+{
+	return sb->pooled && sb->have_exit && !sb->relay && !sb->plan->ws.active;
+}
+
+static void end_at_exit(nsbox_sandbox *sb)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	sb->duration_ms = (double) (now.tv_sec - sb->start.tv_sec) * 1e3 +
+	                  (double) (now.tv_nsec - sb->start.tv_nsec) / 1e6;
+	sb->init_status = 0;   /* pid 1 exits 0 once it has reported */
+	sb->ended_at_exit = true;
+}
+
 static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
 {
 	struct signalfd_siginfo ssi;
@@ -202,7 +224,7 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 	}
 	if (sb->signal_fd >= 0 && watch(ep, sb->signal_fd, EV_SIGNAL) < 0)
 		return nsbox_err(err, errno, "supervise", "watch the signal fd");
-	while (!sb->reaped) {
+	while (!sb->reaped && !sb->ended_at_exit) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(ep, evs, 8, -1);
 		if (n < 0 && errno == EINTR)
@@ -267,6 +289,8 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 				break;
 			}
 		}
+		if (!sb->reaped && ends_at_exit(sb))
+			end_at_exit(sb);
 	}
 	return 0;
 }
@@ -306,7 +330,7 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (sb->remote)
 		return nsbox_err_invalid(err, "supervise", "a started sandbox ends with nsbox_sandbox_free() or "
 		                         "nsbox_live_stop(), not a wait");
-	if (sb->reaped)
+	if (sb->reaped || sb->ended_at_exit)
 		return nsbox_err(err, EALREADY, "supervise", "wait for sandbox: already waited for");
 	_cleanup_close_ int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
@@ -324,7 +348,8 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 		relay_finish(sb->relay, true);
 		return r;
 	}
-	/* Everything in the namespace is dead: collect what is left. */
+	/* Everything in the namespace is dead (or, ended at the payload's exit,
+	 * dying): collect what is left. */
 	read_messages(sb, MSG_DONTWAIT, -1);
 	for (int i = 0; i < 2; i++)
 		if (sb->out_fd[i] >= 0)
@@ -343,8 +368,7 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 		}
 		trace_mark(sb->trace, TR_STATS);
 		/* Should a directory refuse to go, the janitor keeps trying. A
-		 * pooled sandbox's free does this (nothing runs in it now: pid 1
-		 * is gone, and its namespace with it). */
+		 * pooled sandbox's free does this, once it has reaped pid 1. */
 		if (!sb->pooled) {
 			int gone = cgroup_destroy(TAKE_PTR(sb->cg));
 			trace_mark(sb->trace, TR_CG_REMOVED);
