@@ -6,6 +6,8 @@
 #   - python3 -c pass in nsbox's default image against the host's python3;
 #   - sandboxes per second with 4 parallel streams of /bin/true, and bwrap's;
 #   - the supervisor's peak resident memory during a run (and bwrap's);
+#   - where the time goes: /bin/true with one step switched off at a time
+#     (network namespace, seccomp, the overlay root, rootless: the full id map);
 #   - crun and runc on the same root filesystem when they are installed.
 # Each hyperfine invocation times every command of a comparison; ROUNDS of them
 # alternate the order, and the times are pooled: medians, the 25th-75th
@@ -153,6 +155,26 @@ for who in $users; do
 	read -r b_hwm b_pss <<<"$(peak_rss "$who" "${bw[@]}" /bin/sleep 0.3)"
 	printf '%-34s %10s %10s %8s  %s\n' "supervisor peak RSS, KiB (bwrap)" "$n_hwm" "$b_hwm" "$(ratio "$n_hwm" "$b_hwm")" "(<= 2048 KiB)"
 	printf '%-34s %10s %10s\n' "  its PSS, KiB" "$n_pss" "$b_pss"
+
+	# Where the time goes: the same run with one step switched off, each
+	# through env (so each pays the same exec of env), interleaved.
+	abl=("default=env NSBOX_BENCH=1 $N run --rootfs $R --timeout 0 -- /bin/true"
+		"no network namespace (--network host)=env NSBOX_BENCH=1 $N run --rootfs $R --timeout 0 --network host -- /bin/true"
+		"no seccomp filter (--seccomp unconfined)=env NSBOX_BENCH=1 $N run --rootfs $R --timeout 0 --seccomp unconfined -- /bin/true"
+		"root not an overlay (NSBOX_TEST_NO_OVERLAY_ROOT)=env NSBOX_TEST_NO_OVERLAY_ROOT=1 $N run --rootfs $R --timeout 0 -- /bin/true")
+	[ "$who" = root ] ||
+		abl+=("single-id map (NSBOX_SINGLE_IDMAP)=env NSBOX_SINGLE_IDMAP=1 $N run --rootfs $R --timeout 0 -- /bin/true")
+	abl+=("bwrap=env NSBOX_BENCH=1 ${bw[*]} /bin/true")
+	if compare "$who" "${abl[@]}" >"$T/abl.txt"; then
+		echo "where the time goes, /bin/true through env, median ms (difference to the default):"
+		python3 - "$T/abl.txt" <<'PY'
+import sys
+rows = [l.rsplit(" ", 4) for l in open(sys.argv[1]) if l.strip()]
+base = float(dict((r[0], r[1]) for r in rows)["default"])
+for name, med, p25, p75, n in rows:
+    print("  %-50s %7s  %+6.2f" % (name, med, float(med) - base))
+PY
+	fi
 
 	for rt in crun runc; do
 		if ! command -v "$rt" >/dev/null; then
