@@ -275,9 +275,23 @@ static int start_interp(nsbox_context *c, nsbox_error **err)
 		char *why = capture_text(&text, &len, &t);
 		while (why && len && (why[len - 1] == '\n' || why[len - 1] == ' '))
 			why[--len] = '\0';
-		stop_interp(c, NULL);
-		r = nsbox_err(err, ESRCH, "context", "start the %s context: the interpreter ended before it was ready%s%.400s",
-		              c->lang->name, len ? ": " : "", len && why ? why : "");
+		nsbox_result *ended = NULL;
+		stop_interp(c, &ended);
+		if (ended && ended->exec_failed && ended->error) {
+			/* The interpreter is not there (or cannot run): the
+			 * exec's own words, and what to do about it. */
+			const char *how = nsbox_error_message(ended->error);   /* with the kernel's words */
+			r = ended->exec_errno == ENOENT
+				? nsbox_err_hint(err, -ENOENT, "context", "an image that has it, such as the default one",
+				                 "start the %s context: the %s interpreter is not available in the image (%s)",
+				                 c->lang->name, c->lang->name, how)
+				: nsbox_err(err, -ended->exec_errno, "context", "start the %s context: %s", c->lang->name, how);
+		} else {
+			r = nsbox_err(err, ESRCH, "context",
+			              "start the %s context: the interpreter ended before it was ready%s%.400s",
+			              c->lang->name, len ? ": " : "", len && why ? why : "");
+		}
+		nsbox_result_free(ended);
 		free(why);
 	}
 	capture_free(&text);
@@ -443,14 +457,9 @@ int context_cell(nsbox_context *c, const nsbox_run_options *o, nsbox_result **re
 			c->restarted = true;
 			pthread_mutex_unlock(&c->lock);
 			json_decref(req);
-			nsbox_result *r = result_new(sandbox_config(c->sb));
-			if (r) {
-				r->status = NSBOX_STATUS_SETUP_FAILED;
-				r->error = e;
+			nsbox_result *r = context_failed_record(c, e);
+			if (r)
 				e = NULL;
-				snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", nsbox_sandbox_id(c->sb));
-				context_describe(c, r);
-			}
 			nsbox_error_free(e);
 			*res = r;
 			return r ? 0 : nsbox_err(err, ENOMEM, "context", "record the cell");

@@ -152,23 +152,51 @@ void context_cell_lost(const nsbox_context *c, const nsbox_result *ended, bool o
 	}
 }
 
-/* The cell's record: the library's, as for any run in the sandbox. */
-nsbox_result *context_cell_record(const nsbox_context *c, unsigned cell, bool restarted, const cell_end *e,
-                                  double ms, capture caps[2], bool captured, const cg_stats *base,
-                                  uint64_t timeout_ms)
+/* What every record of a context says, a cell's or a failed start's: the
+ * sandbox, the context, its limits and isolation. */
+static nsbox_result *context_record(const nsbox_sandbox *sb, const char *name, const char *lang, unsigned cell)
 {
-	const nsbox_plan *p = c->sb->plan;
+	const nsbox_plan *p = sb->plan;
 	nsbox_result *r = result_new(p->cfg);
 	if (!r)
 		return NULL;
 	char label[32];
 	snprintf(label, sizeof(label), "<cell %u>", cell);
-	const char *argv[] = { c->lang->name, label, NULL };
+	const char *argv[] = { lang, label, NULL };
 	(void) nsbox_config_set_command(r->cfg, 2, argv, NULL);
+	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", nsbox_sandbox_id(sb));
+	r->is_cell = true;
+	snprintf(r->cell_context, sizeof(r->cell_context), "%s", name);
+	snprintf(r->cell_lang, sizeof(r->cell_lang), "%s", lang);
+	r->enforced_by = p->enforced_by;
+	r->namespaces_json = strdup(p->namespaces_json);
+	r->network = strdup(p->network);
+	r->seccomp = p->seccomp_label ? strdup(p->seccomp_label) : NULL;
+	return r;
+}
+
+/* The interpreter did not start: a setup failure of the next cell, which
+ * takes `why`. */
+nsbox_result *context_failed_record(const nsbox_context *c, nsbox_error *why)
+{
+	nsbox_result *r = context_record(c->sb, c->name, c->lang->name, c->cells + 1);
+	if (r) {
+		r->status = NSBOX_STATUS_SETUP_FAILED;
+		r->error = why;
+	}
+	return r;
+}
+
+/* The cell's record: the library's, as for any run in the sandbox. */
+nsbox_result *context_cell_record(const nsbox_context *c, unsigned cell, bool restarted, const cell_end *e,
+                                  double ms, capture caps[2], bool captured, const cg_stats *base,
+                                  uint64_t timeout_ms)
+{
+	nsbox_result *r = context_record(c->sb, c->name, c->lang->name, cell);
+	if (!r)
+		return NULL;
 	if (r->cfg && timeout_ms)
 		r->cfg->timeout_ms = timeout_ms;
-	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", nsbox_sandbox_id(c->sb));
-	context_describe(c, r);
 	r->cell = cell;
 	r->cell_restarted = restarted;
 	r->cell_state_lost = e->state_lost;
@@ -177,10 +205,6 @@ nsbox_result *context_cell_record(const nsbox_context *c, unsigned cell, bool re
 	r->signal = e->status == NSBOX_STATUS_EXITED ? 0 : e->signal;
 	r->timed_out = e->timed_out;
 	r->duration_ms = ms;
-	r->enforced_by = p->enforced_by;
-	r->namespaces_json = strdup(p->namespaces_json);
-	r->network = strdup(p->network);
-	r->seccomp = p->seccomp_label ? strdup(p->seccomp_label) : NULL;
 	if (c->sb->cg) {
 		cg_stats st;
 		cgroup_stats(c->sb->cg, &st);
