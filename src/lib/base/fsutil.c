@@ -273,6 +273,9 @@ int remove_beneath(int dirfd, const char *name)
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* Its entries go only if it is writable: a read-only directory
+	 * (as images have them) is made so first, as those below it are. */
+	(void) fchmod(fd, 0700);
 	int r = empty_dir_at(fd);
 	close(fd);
 	if (r < 0)
@@ -290,6 +293,7 @@ int remove_tree(const char *path)
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
+	(void) fchmod(fd, 0700);   /* as remove_beneath */
 	int r = empty_dir_at(fd);
 	close(fd);
 	if (r < 0)
