@@ -180,10 +180,18 @@ int nsbox_live_snapshot(nsbox_sandbox *sb, const char *snap, nsbox_error **err)
 	if (r == 0 && sv.werr)
 		r = nsbox_err(err, sv.werr, "live", "snapshot: keep the files of '%s'%s", nsbox_live_name(sb),
 		              sv.werr == EFBIG ? " (larger than 4 GiB)" : "");
-	else if (r == 0 && nsbox_result_exit_status(res) != 0)
-		r = nsbox_err_hint(err, EIO, "live", "the image needs tar (GNU or busybox)",
-		                   "snapshot: archiving /tmp and the home of '%s' failed (status %d): %s", nsbox_live_name(sb),
-		                   nsbox_result_exit_status(res), sv.why[0] ? sv.why : "no message");
+	else if (r == 0 && nsbox_result_exit_status(res) != 0) {
+		while (sv.why_len && (sv.why[sv.why_len - 1] == '\n' || sv.why[sv.why_len - 1] == ' '))
+			sv.why[--sv.why_len] = '\0';
+		int st = nsbox_result_exit_status(res);
+		/* tar's own words say what it could not do; 127: sh or tar is
+		 * not there (the script runs in sh, busybox's sh has tar in it). */
+		r = st == 127 ? nsbox_err_hint(err, -ENOENT, "live", "an image with sh and tar (GNU or busybox)",
+		                               "snapshot: archiving /tmp and the home of '%s' failed: the image has no sh "
+		                               "or no tar", nsbox_live_name(sb))
+		              : nsbox_err(err, -EIO, "live", "snapshot: archiving /tmp and the home of '%s' failed "
+		                          "(tar's status %d): %s", nsbox_live_name(sb), st, sv.why[0] ? sv.why : "no message");
+	}
 	if (r == 0 && fsync(tfd) < 0)
 		r = nsbox_err(err, errno, "live", "snapshot: write files.tar");
 	if (r < 0)
