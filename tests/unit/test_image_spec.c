@@ -134,6 +134,59 @@ START_TEST(test_dockerfile_errors)
 }
 END_TEST
 
+/* The exec form's JSON (escapes, surrogate pairs, what is not JSON and so
+ * the shell form, as Docker has it), ENV's forms, continuation at the end,
+ * and the refusals, each at its line: one row a Dockerfile. */
+START_TEST(test_dockerfile_forms)
+{
+	static const struct { const char *text, *steps, *error; } rows[] = {
+		{ "FROM a\nRUN [\"a\", \"\\u00e9\\u20ac\\ud83d\\ude00\"]\n", "exec|a|\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", NULL },
+		{ "FROM a\nRUN [\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]\n", "exec|\"\\/\b\f\n\r\t", NULL },
+		{ "FROM a\nRUN  [ \"a\" ,  \"b\" ]  \n", "exec|a|b", NULL },
+		{ "FROM a\nRUN [\"a\"] and more\n", "run|[\"a\"] and more", NULL },
+		{ "FROM a\nRUN [\"\\ud800\"]\n", "run|[\"\\ud800\"]", NULL },
+		{ "FROM a\nRUN [\"\\ud800\\u0041\"]\n", "run|[\"\\ud800\\u0041\"]", NULL },
+		{ "FROM a\nRUN [\"\\udc00\"]\n", "run|[\"\\udc00\"]", NULL },
+		{ "FROM a\nRUN [\"\\u0000\"]\n", "run|[\"\\u0000\"]", NULL },
+		{ "FROM a\nRUN [\"a\x01\"]\n", "run|[\"a\x01\"]", NULL },
+		{ "FROM a\nRUN [\"\\q\"]\n", "run|[\"\\q\"]", NULL },
+		{ "FROM a\nRUN [\"\\u12G4\"]\n", "run|[\"\\u12G4\"]", NULL },
+		{ "FROM a\nRUN [\"a\" \"b\"]\n", "run|[\"a\" \"b\"]", NULL },
+		{ "FROM a\nRUN [\"a\",]\n", "run|[\"a\",]", NULL },
+		{ "FROM a\nRUN [\"a\"\n", "run|[\"a\"", NULL },
+		{ "FROM a\nRUN [a]\n", "run|[a]", NULL },
+		{ "FROM a\nCOPY [x /y\n", NULL, "Dockerfile:2: copy step: wildcards in sources are not supported" },
+		{ "FROM a\nENV A=\"x\\\"y\" B='a b' C=d\\ e\n", "env|A=x\"y|B=a b|C=d e", NULL },
+		{ "FROM a\nrun echo \\\n", "run|echo", NULL },
+		{ "FROM a\n  RUN echo \\\n  # inside\n\n    two\n", "run|echo     two", NULL },
+		{ "FROM a\nENV A\n", NULL, "Dockerfile:2:1: ENV A: no value" },
+		{ "FROM a\nENV A $B\n", NULL, "Dockerfile:2:1: ENV: variable substitution ('$') is not supported: A $B" },
+		{ "FROM a\nENV A=\"$B\"\n", NULL, "Dockerfile:2:1: ENV: variable substitution ('$') is not supported: A=\"$B\"" },
+		{ "FROM a\nRUN --mount=type=cache x\n", NULL, "Dockerfile:2:1: RUN options are not supported: --mount=type=cache x" },
+		{ "FROM a\n\nRUN\n", NULL, "Dockerfile:3:1: RUN: no arguments" },
+		{ "FROM a\nWORKDIR $HOME/x\n", NULL, "Dockerfile:2:1: WORKDIR: variable substitution ('$') is not supported: $HOME/x" },
+		{ "FROM a\nCOPY $X /y\n", NULL, "Dockerfile:2:1: COPY: variable substitution ('$') is not supported: $X /y" },
+		{ "FROM --platform=x a\n", NULL, "Dockerfile:1:1: FROM: expected one image name (no AS, no --platform): '--platform=x a'" },
+		{ "FROM a \\\n  AS b\n", NULL, "Dockerfile:1:1: FROM: expected one image name (no AS, no --platform): 'a   AS b'" },
+		{ "FROM a\nMAINTAINER me\n", NULL, "Dockerfile:2:1: 'MAINTAINER' is not supported by nsbox image builds (FROM, RUN, COPY, ENV, WORKDIR, USER)" },
+		{ "FROM a\nHEALTHCHECK NONE\n", NULL, "Dockerfile:2:1: 'HEALTHCHECK' is not supported by nsbox image builds (FROM, RUN, COPY, ENV, WORKDIR, USER)" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		teardown(), setup();
+		int r = df(rows[i].text);
+		if (rows[i].error) {
+			ck_assert_msg(r < 0 && err, "row %zu: no error", i);
+			ck_assert_msg(!strcmp(nsbox_error_message(err), rows[i].error), "row %zu: '%s'", i,
+			              nsbox_error_message(err));
+			continue;
+		}
+		ck_assert_msg(r == 0, "row %zu: %s", i, err ? nsbox_error_message(err) : "?");
+		ck_assert_uint_eq(spec->n_steps, 1);
+		ck_assert_msg(!strcmp(step(0), rows[i].steps), "row %zu: '%s'", i, step(0));
+	}
+}
+END_TEST
+
 START_TEST(test_yaml)
 {
 	ck_assert_int_eq(yml("from: base\n"
@@ -424,6 +477,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_dockerfile);
 	tcase_add_test(tc, test_dockerfile_errors);
+	tcase_add_test(tc, test_dockerfile_forms);
 	tcase_add_test(tc, test_yaml);
 	tcase_add_test(tc, test_yaml_errors);
 	tcase_add_test(tc, test_add_step);
