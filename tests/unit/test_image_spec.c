@@ -247,6 +247,56 @@ START_TEST(test_yaml_errors)
 }
 END_TEST
 
+/* More of the image file's refusals, each at its node, and the API's
+ * answers to missing arguments and to files that are not image files. */
+START_TEST(test_yaml_refusals)
+{
+	static const struct { const char *text, *error; } rows[] = {
+		{ "from: a\nsteps:\n  - apt: []\n", "img.yaml:3:5: apt step: no package named" },
+		{ "from: a\nsteps:\n  - pip: []\n", "img.yaml:3:5: pip step: no package named" },
+		{ "from: a\nsteps:\n  - env: []\n", "img.yaml:3:5: env step: no variable given" },
+		{ "from: a\nsteps:\n  - apt: { x: 1 }\n", "img.yaml:3:10: expected a string or a list of strings" },
+		{ "from: a\nsteps:\n  - env: { A: [1] }\n", "img.yaml:3:12: expected NAME: VALUE" },
+		{ "from: a\nsteps:\n  - copy: [ only ]\n", "img.yaml:3:5: copy step: it needs a source and a destination" },
+		{ "from: a\nsteps:\n  - copy: [ a, '' ]\n", "img.yaml:3:5: copy step: the destination is empty" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		teardown(), setup();
+		int r = yml(rows[i].text);
+		ck_assert_msg(r < 0 && err, "row %zu: no error", i);
+		ck_assert_msg(!strcmp(nsbox_error_message(err), rows[i].error), "row %zu: '%s'", i, nsbox_error_message(err));
+	}
+	/* Missing arguments: said, never a crash. */
+	teardown(), setup();
+	ck_assert_int_lt(nsbox_image_spec_set_from(NULL, "a", &err), 0);
+	ck_assert_str_eq(nsbox_error_message(err), "set the base image: no spec: Invalid argument");
+	teardown(), setup();
+	ck_assert_int_lt(nsbox_image_spec_set_context(spec, NULL, &err), 0);
+	ck_assert_str_eq(nsbox_error_message(err), "set the build context: no directory: Invalid argument");
+	teardown(), setup();
+	ck_assert_int_lt(nsbox_image_spec_load(spec, NULL, &err), 0);
+	ck_assert_str_eq(nsbox_error_message(err), "load an image file: missing argument: Invalid argument");
+	/* A directory, and a file over 1 MiB, are not image files. */
+	teardown(), setup();
+	ck_assert_int_lt(nsbox_image_spec_load(spec, "/", &err), 0);
+	ck_assert_str_eq(nsbox_error_message(err), "read '/': not a regular file of at most 1 MiB");
+	char big[] = "/tmp/nsbox-unit-spec-XXXXXX";
+	int fd = mkstemp(big);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (1 << 20) + 1), 0);
+	close(fd);
+	teardown(), setup();
+	ck_assert_int_lt(nsbox_image_spec_load(spec, big, &err), 0);
+	char want[128];
+	snprintf(want, sizeof(want), "read '%s': not a regular file of at most 1 MiB", big);
+	ck_assert_str_eq(nsbox_error_message(err), want);
+	unlink(big);
+	teardown(), setup();
+	ck_assert_int_lt(nsbox_image_spec_load(spec, "/nonexistent/img.yaml", &err), 0);
+	ck_assert_str_eq(nsbox_error_message(err), "read '/nonexistent/img.yaml': No such file or directory");
+}
+END_TEST
+
 START_TEST(test_add_step)
 {
 	const char *pk[] = { "gcc make", "pkg-config" };
@@ -480,6 +530,7 @@ int main(void)
 	tcase_add_test(tc, test_dockerfile_forms);
 	tcase_add_test(tc, test_yaml);
 	tcase_add_test(tc, test_yaml_errors);
+	tcase_add_test(tc, test_yaml_refusals);
 	tcase_add_test(tc, test_add_step);
 	tcase_add_test(tc, test_refs);
 	tcase_add_test(tc, test_apt_hosts);
