@@ -464,11 +464,62 @@ START_TEST(test_env_names)
 }
 END_TEST
 
+/* The NSBOX_* variables through the one table every door reads: each
+ * applies its key, the first match of a name wins as getenv's would, names
+ * that merely start like one do not count, a bad value is the variable's
+ * error, and every row of the table names a key the configuration knows. */
+START_TEST(test_apply_env)
+{
+	nsbox_config *c = fresh();
+	nsbox_error *e = NULL;
+	const char *envp[] = { "NSBOX_MEMORYX=1g", "NSBOX_MEMORY=256m", "NSBOX_MEMORY=1g", "NSBOX_CPUS=0.5",
+		               "NSBOX_PIDS_LIMIT=12", "NSBOX_TIMEOUT=90s", "NSBOX_HOSTNAME=envhost", "PATH=/bin",
+		               "NSBOX_NETWORK=host", NULL };
+	ck_assert_int_eq(nsbox_config_apply_env(c, envp, &e), 0);
+	ck_assert_uint_eq(c->memory, 256ull << 20);
+	ck_assert(c->cpus == 0.5);
+	ck_assert_uint_eq(c->pids, 12);
+	ck_assert_uint_eq(c->timeout_ms, 90000);
+	ck_assert_str_eq(c->hostname, "envhost");
+	ck_assert_int_eq(c->net, NET_HOST);
+	/* No NSBOX_* at all, or no environment: nothing changes. */
+	const char *none[] = { "HOME=/x", NULL };
+	ck_assert_int_eq(nsbox_config_apply_env(c, none, &e), 0);
+	ck_assert_int_eq(nsbox_config_apply_env(c, NULL, &e), 0);
+	ck_assert_uint_eq(c->memory, 256ull << 20);
+	/* A bad value: the variable is named. */
+	const char *wrong[] = { "NSBOX_PIDS_LIMIT=many", NULL };
+	ck_assert_int_lt(nsbox_config_apply_env(c, wrong, &e), 0);
+	ck_assert_ptr_nonnull(strstr(nsbox_error_message(e), "NSBOX_PIDS_LIMIT"));
+	nsbox_error_free(e);
+	e = NULL;
+	ck_assert_int_lt(nsbox_config_apply_env(NULL, envp, &e), 0);
+	ck_assert_str_eq(nsbox_error_message(e), "apply NSBOX_* variables: no configuration");
+	nsbox_error_free(e);
+	/* Every row names a key that nsbox_config_set takes. */
+	const char *var, *key;
+	size_t n = 0;
+	for (size_t i = 0; nsbox_env_setting(i, &var, &key) == 0; i++, n++) {
+		ck_assert_msg(!strncmp(var, "NSBOX_", 6), "%s", var);
+		nsbox_error *ke = NULL;
+		int r = nsbox_config_set(c, key, "", var, &ke);
+		/* An empty value may be refused, but never as an unknown key. */
+		ck_assert_msg(r == 0 || !strstr(nsbox_error_message(ke), "unknown"), "%s -> %s: %s", var, key,
+		              nsbox_error_message(ke));
+		nsbox_error_free(ke);
+	}
+	ck_assert_uint_ge(n, 18);
+	ck_assert_int_eq(nsbox_env_setting(n, &var, &key), -ENOENT);
+	nsbox_config_free(c);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("config");
 	tcase_add_loop_test(tc, test_env_names, 0, sizeof(env_names) / sizeof(env_names[0]));
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_apply_env);
 	tcase_add_loop_test(tc, test_set, 0, sizeof(sets) / sizeof(sets[0]));
 	tcase_add_test(tc, test_env_replaces_and_mounts_parse);
 	tcase_add_loop_test(tc, test_policy_errors, 0, sizeof(bad) / sizeof(bad[0]));
