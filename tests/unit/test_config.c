@@ -135,6 +135,18 @@ static const struct { const char *yaml, *where, *what; } bad[] = {
 	{ "filesystem:\n  mounts:\n    - { source: /a }\n", ":3:7:", "needs both 'source' and 'target'" },
 	{ "image: [x\n", ":2:1:", "did not find expected" },
 	{ "security: { user: 1:2, user: 3 }\n", ":1:24:", "duplicate key 'user'" },
+	{ "filesystem:\n  mounts:\n    - { [a]: /x }\n", ":3:9:", "mount keys must be scalars" },
+	{ "filesystem:\n  mounts:\n    - { source: [a], target: /x }\n", ":3:17:", "'source' must be a scalar, not a list" },
+	{ "filesystem:\n  mounts:\n    - { source: { a: b }, target: /x }\n", ":3:17:", "'source' must be a scalar, not a mapping" },
+	{ "filesystem:\n  mounts:\n    - { source: /a, target: /x, read_only: yes }\n", ":3:44:",
+	  "read_only must be true or false, not 'yes'" },
+	{ "filesystem:\n  mounts:\n    - { source: /a, target: /x, mode: ro }\n", ":3:33:",
+	  "unknown key 'mode' in a mount (expected source, target, read_only)" },
+	{ "filesystem:\n  mounts:\n    - { source: relative-no-colon, target: x }\n", ":3:7:", "mount target 'x' must be an absolute path below '/' without '.' or '..'" },
+	{ "environment:\n  set: { A: [1] }\n", ":2:13:", "'environment.set' entries must be scalars" },
+	{ "environment:\n  set: [A=1]\n", ":2:8:", "'environment.set' must be a mapping of NAME: VALUE, not a list" },
+	{ "network:\n  allow: [ [a] ]\n", ":2:12:", "'network.allow' entries must be scalars, not a list" },
+	{ "network:\n  allow: example.org\n", ":2:10:", "'network.allow' must be a list, not a scalar" },
 };
 
 START_TEST(test_policy_errors)
