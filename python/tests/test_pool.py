@@ -232,3 +232,45 @@ def test_a_failing_setup_is_reported(rootfs):
     with nsbox.Pool(nsbox.Sandbox(rootfs=rootfs), size=1) as pool:
         r = pool.run_code("print(1)")
     assert not r.ok and r.exit_code == 127
+
+
+def test_preloaded_modules_are_imported_before_the_code(default_image):
+    # Pool(preload=...): the ready interpreter has imported them (Python's
+    # import, Node's require) before the code arrives; the record says so.
+    sb = nsbox.Sandbox(default_image)
+    probe = "import sys; print(sorted(m for m in ('decimal', 'xml.dom.minidom') if m in sys.modules))"
+    assert sb.run_code(probe).stdout == "[]\n"   # a cold run has neither
+    with nsbox.Pool(sb, size=1, preload=["decimal", "xml.dom.minidom"]) as pool:
+        ready(pool, 1)
+        r = pool.run_code(probe)
+    assert r.ok, r.stderr
+    assert r.stdout == "['decimal', 'xml.dom.minidom']\n"
+    assert r.record["pool"]["warm"] and r.record["pool"]["preloaded"] == ["decimal", "xml.dom.minidom"]
+    with nsbox.Pool(sb, size=1, languages=("node",), preload=["util", "path"]) as pool:
+        ready(pool, 1)
+        n = pool.run_code("console.log(Object.keys(require.cache).length, require('util') === require('util'))",
+                          "node")
+    assert n.ok, n.stderr
+    assert n.record["pool"]["preloaded"] == ["util", "path"]
+
+
+def test_preload_refuses_what_is_not_a_module_name(default_image):
+    # The names go into the hook's source: nothing that could break out of
+    # its literal is taken.
+    sb = nsbox.Sandbox(default_image)
+    for bad in ("os'); import socket; ('", "../x", ".hidden", "", "a b", "x" * 201):
+        with pytest.raises(nsbox.SandboxError, match="is not a module name to preload") as ei:
+            nsbox.Pool(sb, size=1, preload=[bad])
+        assert (ei.value.step, ei.value.errno) == ("pool", 22), bad
+    with pytest.raises(TypeError, match="preload takes a list of module names"):
+        nsbox.Pool(sb, size=1, preload="numpy")
+
+
+def test_a_preload_that_fails_is_reported(default_image):
+    # A module that is not in the image: the ready interpreter exits saying
+    # which and why, and the run's record carries it.
+    sb = nsbox.Sandbox(default_image)
+    with nsbox.Pool(sb, size=1, preload=["nsbox_no_such_module"]) as pool:
+        r = pool.run_code("print(1)")
+    assert not r.ok and r.exit_code == 125
+    assert "nsbox: warm pool: preload nsbox_no_such_module: ModuleNotFoundError" in r.stderr
