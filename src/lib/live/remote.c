@@ -79,7 +79,9 @@ int remote_call(nsbox_sandbox *sb, ctl_req *h, strs *s, const int *fds, int nfds
 	h->argc = s ? s->n : 0;
 	int fd = ctl_connect(rm->name, err);
 	if (fd < 0)
-		return fd == -ESRCH ? nsbox_err_prefix(err, -ESRCH, "the sandbox has ended") : fd;
+		/* Ended since the handle was made; a name that was never
+		 * there (the handle's first call, no id yet) is only that. */
+		return fd == -ESRCH && rm->id[0] ? nsbox_err_prefix(err, -ESRCH, "the sandbox has ended") : fd;
 	int r = ctl_send_req(fd, h, s ? s->b.data : "", fds, nfds);
 	if (r < 0) {
 		close(fd);
