@@ -154,3 +154,25 @@ def test_result_pickles(rootfs):
     r = nsbox.run(["echo", "x"], rootfs=rootfs)
     r2 = pickle.loads(pickle.dumps(r))
     assert r2.record == r.record and r2.stdout == "x\n"
+
+
+def test_volumes_on_missing_mount_points(rootfs, tmp_path):
+    # A volume onto a file and onto a nested directory the image lacks: the
+    # mount points are made in the sandbox's own root, never in the image
+    # (tests/func/mountpoints.test checks the image byte for byte), for a
+    # run and for a started sandbox's exec alike.
+    (tmp_path / "vol").mkdir()
+    (tmp_path / "vol" / "file.conf").write_text("conf\n")
+    (tmp_path / "vol" / "sub").write_text("sub\n")
+    os.chmod(tmp_path, 0o755)
+    vols = ["%s/vol/file.conf:/opt/new/new.conf:ro" % tmp_path, ("%s/vol" % tmp_path, "/mnt/a/b/c")]
+    script = "cat /opt/new/new.conf; ls /mnt/a/b/c; test -e /opt/new/new.conf && echo ok"
+    sb = nsbox.Sandbox(rootfs=rootfs, volumes=vols)
+    r = sb.run(["sh", "-c", script])
+    assert r.ok, r.stderr
+    assert r.stdout.split() == ["conf", "file.conf", "sub", "ok"]
+    assert not os.path.exists(os.path.join(rootfs, "opt", "new")) and not os.path.exists(os.path.join(rootfs, "mnt", "a"))
+    with sb.start() as live:
+        e = live.exec(["sh", "-c", script])
+    assert e.ok, e.stderr
+    assert e.stdout.split() == ["conf", "file.conf", "sub", "ok"]
