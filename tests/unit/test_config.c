@@ -526,11 +526,25 @@ START_TEST(test_apply_env)
 }
 END_TEST
 
+/* text_trim_end: a message's trailing newlines, returns and spaces go;
+ * what is inside stays. */
+START_TEST(test_text_trim_end)
+{
+	static const struct { const char *in; size_t want; } rows[] = {
+		{ "", 0 }, { "\n", 0 }, { " \r\n \n", 0 }, { "tar: x\n", 6 }, { "a b \r\n", 3 },
+		{ "line\nnext\n\n", 9 }, { "tab\t", 4 }, { "x", 1 },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++)
+		ck_assert_msg(text_trim_end(rows[i].in, strlen(rows[i].in)) == rows[i].want, "row %zu: '%s'", i, rows[i].in);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("config");
 	tcase_add_loop_test(tc, test_env_names, 0, sizeof(env_names) / sizeof(env_names[0]));
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_text_trim_end);
 	tcase_add_test(tc, test_apply_env);
 	tcase_add_loop_test(tc, test_set, 0, sizeof(sets) / sizeof(sets[0]));
 	tcase_add_test(tc, test_env_replaces_and_mounts_parse);

@@ -78,3 +78,10 @@ bool env_name_ok(const char *s, size_t n)
 			return false;
 	return true;
 }
+
+size_t text_trim_end(const char *s, size_t n)
+{
+	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+		n--;
+	return n;
+}

@@ -23,5 +23,8 @@ int strv_set_env_take(strv *s, char *kv);
 /* Whether the n bytes at s are a variable name: a letter or '_', then
  * letters, digits and '_'. */
 bool env_name_ok(const char *s, size_t n);
+/* The length of the n bytes at s without their trailing newlines, carriage
+ * returns and spaces (a program's message as it is shown in an error). */
+size_t text_trim_end(const char *s, size_t n);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/strv.h"
 #include "code/code_error.h"
 #include "sandbox/sandbox.h"
 #include "base/units.h"
@@ -15,8 +16,7 @@
 static void last_line(const char *s, size_t len, char *out, size_t outlen)
 {
 	out[0] = '\0';
-	while (len && (s[len - 1] == '\n' || s[len - 1] == ' ' || s[len - 1] == '\r'))
-		len--;
+	len = text_trim_end(s, len);
 	size_t start = len;
 	while (start && s[start - 1] != '\n')
 		start--;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/strv.h"
 #include "code/context.h"
 #include "code/context_cell.h"
 #include "code/lang.h"
@@ -273,8 +274,8 @@ static int start_interp(nsbox_context *c, nsbox_error **err)
 		size_t len = 0;
 		bool t;
 		char *why = capture_text(&text, &len, &t);
-		while (why && len && (why[len - 1] == '\n' || why[len - 1] == ' '))
-			why[--len] = '\0';
+		if (why)
+			why[len = text_trim_end(why, len)] = '\0';
 		nsbox_result *ended = NULL;
 		stop_interp(c, &ended);
 		if (ended && ended->exec_failed && ended->error) {

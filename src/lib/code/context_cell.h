@@ -42,10 +42,10 @@ void context_cell_reply(const nsbox_context *c, json_t *reply, bool timed_out, u
 /* No answer: the interpreter's own end (`ended`, or NULL) says why. */
 void context_cell_lost(const nsbox_context *c, const nsbox_result *ended, bool oom, bool timed_out,
                        uint64_t timeout_ms, uint64_t memory, cell_end *e);
-/* The cell's record; NULL when out of memory. */
 /* The record of c's next cell when its interpreter did not start (status
- * setup_failed; it takes `why`). */
+ * setup_failed; it takes `why`); NULL when out of memory. */
 nsbox_result *context_failed_record(const nsbox_context *c, nsbox_error *why);
+/* The cell's record; NULL when out of memory. */
 nsbox_result *context_cell_record(const nsbox_context *c, unsigned cell, bool restarted, const cell_end *e,
                                   double ms, capture caps[2], bool captured, const cg_stats *base,
                                   uint64_t timeout_ms);

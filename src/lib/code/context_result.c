@@ -152,22 +152,20 @@ void context_cell_lost(const nsbox_context *c, const nsbox_result *ended, bool o
 	}
 }
 
-/* What every record of a context says, a cell's or a failed start's: the
+/* What every record of context c says, a cell's or a failed start's: the
  * sandbox, the context, its limits and isolation. */
-static nsbox_result *context_record(const nsbox_sandbox *sb, const char *name, const char *lang, unsigned cell)
+static nsbox_result *context_record(const nsbox_context *c, unsigned cell)
 {
-	const nsbox_plan *p = sb->plan;
+	const nsbox_plan *p = c->sb->plan;
 	nsbox_result *r = result_new(p->cfg);
 	if (!r)
 		return NULL;
 	char label[32];
 	snprintf(label, sizeof(label), "<cell %u>", cell);
-	const char *argv[] = { lang, label, NULL };
+	const char *argv[] = { c->lang->name, label, NULL };
 	(void) nsbox_config_set_command(r->cfg, 2, argv, NULL);
-	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", nsbox_sandbox_id(sb));
-	r->is_cell = true;
-	snprintf(r->cell_context, sizeof(r->cell_context), "%s", name);
-	snprintf(r->cell_lang, sizeof(r->cell_lang), "%s", lang);
+	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", nsbox_sandbox_id(c->sb));
+	context_describe(c, r);
 	r->enforced_by = p->enforced_by;
 	r->namespaces_json = strdup(p->namespaces_json);
 	r->network = strdup(p->network);
@@ -179,7 +177,7 @@ static nsbox_result *context_record(const nsbox_sandbox *sb, const char *name, c
  * takes `why`. */
 nsbox_result *context_failed_record(const nsbox_context *c, nsbox_error *why)
 {
-	nsbox_result *r = context_record(c->sb, c->name, c->lang->name, c->cells + 1);
+	nsbox_result *r = context_record(c, c->cells + 1);
 	if (r) {
 		r->status = NSBOX_STATUS_SETUP_FAILED;
 		r->error = why;
@@ -192,7 +190,7 @@ nsbox_result *context_cell_record(const nsbox_context *c, unsigned cell, bool re
                                   double ms, capture caps[2], bool captured, const cg_stats *base,
                                   uint64_t timeout_ms)
 {
-	nsbox_result *r = context_record(c->sb, c->name, c->lang->name, cell);
+	nsbox_result *r = context_record(c, cell);
 	if (!r)
 		return NULL;
 	if (r->cfg && timeout_ms)

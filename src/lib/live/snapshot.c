@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/strv.h"
 #include "live/ctl.h"
 #include "live/remote.h"
 #include "sandbox/sandbox.h"
@@ -181,8 +182,7 @@ int nsbox_live_snapshot(nsbox_sandbox *sb, const char *snap, nsbox_error **err)
 		r = nsbox_err(err, sv.werr, "live", "snapshot: keep the files of '%s'%s", nsbox_live_name(sb),
 		              sv.werr == EFBIG ? " (larger than 4 GiB)" : "");
 	else if (r == 0 && nsbox_result_exit_status(res) != 0) {
-		while (sv.why_len && (sv.why[sv.why_len - 1] == '\n' || sv.why[sv.why_len - 1] == ' '))
-			sv.why[--sv.why_len] = '\0';
+		sv.why[sv.why_len = text_trim_end(sv.why, sv.why_len)] = '\0';
 		int st = nsbox_result_exit_status(res);
 		/* tar's own words say what it could not do; 127: sh or tar is
 		 * not there (the script runs in sh, busybox's sh has tar in it). */
