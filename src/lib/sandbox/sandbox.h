@@ -86,9 +86,6 @@ struct nsbox_sandbox {
 	/* ...and taken from a pool: its wait leaves the cgroup's removal and
 	 * the janitor's end to the free (nsbox_pool_release: the pool's thread) */
 	bool pooled;
-	/* supervise.c: a pooled run's wait ended at the payload's exit, before
-	 * pid 1 was reaped (its free reaps it) */
-	bool ended_at_exit;
 	/* run.c: NSBOX_RUN_EXITING, the caller exits once the record is out:
 	 * when the wait removed the cgroups, it wakes the janitor and leaves
 	 * it to the reaper that inherits it, without waiting for its exit. */

@@ -177,7 +177,6 @@ static void end_at_exit(nsbox_sandbox *sb)
 	sb->duration_ms = (double) (now.tv_sec - sb->start.tv_sec) * 1e3 +
 	                  (double) (now.tv_nsec - sb->start.tv_nsec) / 1e6;
 	sb->init_status = 0;   /* pid 1 exits 0 once it has reported */
-	sb->ended_at_exit = true;
 }
 
 static void on_signal(nsbox_sandbox *sb, int *grace_fd, int ep)
@@ -224,7 +223,7 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 	}
 	if (sb->signal_fd >= 0 && watch(ep, sb->signal_fd, EV_SIGNAL) < 0)
 		return nsbox_err(err, errno, "supervise", "watch the signal fd");
-	while (!sb->reaped && !sb->ended_at_exit) {
+	while (!sb->reaped && !ends_at_exit(sb)) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(ep, evs, 8, -1);
 		if (n < 0 && errno == EINTR)
@@ -289,9 +288,9 @@ static int loop(nsbox_sandbox *sb, int ep, nsbox_error **err)
 				break;
 			}
 		}
-		if (!sb->reaped && ends_at_exit(sb))
-			end_at_exit(sb);
 	}
+	if (!sb->reaped)
+		end_at_exit(sb);
 	return 0;
 }
 
@@ -330,7 +329,7 @@ int nsbox_sandbox_wait(nsbox_sandbox *sb, nsbox_result **out, nsbox_error **err)
 	if (sb->remote)
 		return nsbox_err_invalid(err, "supervise", "a started sandbox ends with nsbox_sandbox_free() or "
 		                         "nsbox_live_stop(), not a wait");
-	if (sb->reaped || sb->ended_at_exit)
+	if (sb->reaped || ends_at_exit(sb))
 		return nsbox_err(err, EALREADY, "supervise", "wait for sandbox: already waited for");
 	_cleanup_close_ int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
