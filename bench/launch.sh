@@ -7,7 +7,8 @@
 #   - sandboxes per second with 4 parallel streams of /bin/true, and bwrap's;
 #   - the supervisor's peak resident memory during a run (and bwrap's);
 #   - where the time goes: /bin/true with one step switched off at a time
-#     (network namespace, seccomp, the overlay root, rootless: the full id map);
+#     (network namespace, seccomp, the overlay root; root: the cgroup;
+#     rootless: the full id map), and the run's steps by NSBOX_TRACE;
 #   - crun and runc on the same root filesystem when they are installed.
 # Each hyperfine invocation times every command of a comparison; ROUNDS of them
 # alternate the order, and the times are pooled: medians, the 25th-75th
@@ -22,6 +23,7 @@ build=${1:-$here}
 rounds=${2:-${BENCH_ROUNDS:-5}}
 runs=${3:-${BENCH_RUNS:-40}}
 streams=4
+trace_runs=${BENCH_TRACE_RUNS:-40}
 per_stream=${BENCH_PER_STREAM:-50}
 
 command -v hyperfine >/dev/null || { echo "bench: hyperfine is not installed (apt-get install hyperfine)"; exit 1; }
@@ -162,8 +164,11 @@ for who in $users; do
 		"no network namespace (--network host)=env NSBOX_BENCH=1 $N run --rootfs $R --timeout 0 --network host -- /bin/true"
 		"no seccomp filter (--seccomp unconfined)=env NSBOX_BENCH=1 $N run --rootfs $R --timeout 0 --seccomp unconfined -- /bin/true"
 		"root not an overlay (NSBOX_TEST_NO_OVERLAY_ROOT)=env NSBOX_TEST_NO_OVERLAY_ROOT=1 $N run --rootfs $R --timeout 0 -- /bin/true")
-	[ "$who" = root ] ||
+	if [ "$who" = root ]; then
+		abl+=("no cgroup, rlimits (NSBOX_TEST_NO_CGROUP)=env NSBOX_TEST_NO_CGROUP=1 NSBOX_QUIET=1 $N run --rootfs $R --timeout 0 -- /bin/true")
+	else
 		abl+=("single-id map (NSBOX_SINGLE_IDMAP)=env NSBOX_SINGLE_IDMAP=1 $N run --rootfs $R --timeout 0 -- /bin/true")
+	fi
 	abl+=("bwrap=env NSBOX_BENCH=1 ${bw[*]} /bin/true")
 	if compare "$who" "${abl[@]}" >"$T/abl.txt"; then
 		echo "where the time goes, /bin/true through env, median ms (difference to the default):"
@@ -173,6 +178,25 @@ rows = [l.rsplit(" ", 4) for l in open(sys.argv[1]) if l.strip()]
 base = float(dict((r[0], r[1]) for r in rows)["default"])
 for name, med, p25, p75, n in rows:
     print("  %-50s %7s  %+6.2f" % (name, med, float(med) - base))
+PY
+	fi
+
+	# The same run's steps (NSBOX_TRACE), medians over $trace_runs runs.
+	if as "$who" bash -c 'n=$1; shift; for ((i = 0; i < n; i++)); do NSBOX_TRACE=1 "$@" 2>&1 >/dev/null; done' \
+		bash "$trace_runs" "$N" run --rootfs "$R" --timeout 0 -- /bin/true >"$T/trace.txt"; then
+		echo "its steps (NSBOX_TRACE, $trace_runs runs): median us since nsbox_spawn, and the difference to the row above"
+		python3 - "$T/trace.txt" <<'PY'
+import re, statistics, sys
+at = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"nsbox trace:\s+(\d+) \(\+\s*\d+\) (.*)", line)
+    if m:
+        at.setdefault(m.group(2).strip(), []).append(int(m.group(1)))
+rows = sorted((statistics.median(t), name) for name, t in at.items())
+prev = 0
+for med, name in rows:
+    print("  %-74s %6d  %+6d" % (name, med, med - prev))
+    prev = med
 PY
 	fi
 
