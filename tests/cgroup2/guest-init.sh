@@ -21,6 +21,12 @@ mkdir -p /sys/fs/cgroup
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 echo "+memory +pids +cpu" >/sys/fs/cgroup/cgroup.subtree_control
 echo "guest: kernel $(uname -r), cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+# make bench's guest (tests/cgroup2/run.sh with CGROUP2_BENCH=1)
+if [ -f /bin/nsbox-bench.sh ]; then
+	# shellcheck source=../../bench/cgroup2-guest.sh
+	. /bin/nsbox-bench.sh
+	poweroff -f
+fi
 
 PASSED=0
 FAILED=0

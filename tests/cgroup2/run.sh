@@ -1,7 +1,8 @@
 #!/bin/bash
 # make check-cgroup2: boot a Debian kernel under qemu (software emulation)
 # with an initramfs holding busybox, nsbox and its libraries, and run the
-# cgroup v2 limit tests there as root and as a delegated non-root user.
+# cgroup v2 limit tests there as root and as a delegated non-root user
+# (with CGROUP2_BENCH=1, the launch bench instead: bench/cgroup2-guest.sh).
 # Skips (exit 77) with the reason only when qemu or the kernel cannot be had.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
@@ -50,6 +51,16 @@ printf 'root:x:0:0::/root:/bin/sh\nuser:x:1000:1000::/tmp:/bin/sh\n' >"$R/etc/pa
 BUSYBOX=$BUSYBOX "$top_srcdir/rootfs/busybox.sh" "$R/rootfs" >/dev/null
 cp "$top_builddir/tests/helpers/probe" "$R/rootfs/bin/probe"
 cp "$top_srcdir/tests/cgroup2/guest-init.sh" "$R/init"
+# CGROUP2_BENCH=1 (make bench): the guest runs bench/cgroup2-guest.sh instead
+# of the tests, with bwrap and hyperfine beside nsbox.
+if [ -n "${CGROUP2_BENCH:-}" ]; then
+	for tool in bwrap hyperfine; do
+		path=$(command -v "$tool") || skip "$tool is not installed (apt-get install $([ "$tool" = bwrap ] && echo bubblewrap || echo hyperfine))"
+		cp "$path" "$R/bin/"
+		ldd "$path" | awk '/=> \//{print $3}' | while read -r lib; do cp -L "$lib" "$R/lib/"; done
+	done
+	cp "$top_srcdir/bench/cgroup2-guest.sh" "$R/bin/nsbox-bench.sh"
+fi
 chmod 755 "$R/init"
 (cd "$R" && find . | cpio -o -H newc 2>/dev/null) | gzip -1 >"$W/initrd.gz"
 
@@ -59,7 +70,7 @@ timeout 600 qemu-system-x86_64 -m 1024 -smp 2 -nographic -no-reboot -nodefaults 
 	-kernel "$vmlinuz" -initrd "$W/initrd.gz" \
 	-append "console=ttyS0 panic=-1 quiet rdinit=/init" >"$W/console.log" 2>&1
 echo "guest ran for $(($(date +%s) - start))s"
-grep -E '^(guest:|ok -|not ok -|cgroup2:|# )' "$W/console.log" | tr -d '\r'
+grep -E '^(guest:|ok -|not ok -|cgroup2:|# |bench\| )' "$W/console.log" | tr -d '\r' | sed 's/^bench| //'
 summary=$(grep -a '^cgroup2: ' "$W/console.log" | tr -d '\r')
 if [ -z "$summary" ]; then
 	echo "the guest did not finish; its console:"
