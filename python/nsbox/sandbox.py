@@ -316,14 +316,32 @@ def _interruptible(call: Callable[[Any], Any]) -> Any:
     if _main_worker is None:
         _main_worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nsbox-main")
     handle = _nsbox.Handle()
-    fut = _main_worker.submit(call, handle)
+    # Our own future, made before the hand-over: the handler may run inside
+    # submit() itself (starting the worker thread waits), when the run is
+    # queued or even started but submit's future not yet ours.
+    fut: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
     try:
+        _main_worker.submit(_run_for, fut, call, handle)
         return fut.result()
     except BaseException:
         if not fut.done():
             handle.kill()
-            concurrent.futures.wait([fut])
+            # A run not started never starts; one running ends (killed)
+            # before the exception goes on.
+            if not fut.cancel():
+                concurrent.futures.wait([fut])
         raise
+
+
+def _run_for(fut: "concurrent.futures.Future[Any]", call: Callable[[Any], Any], handle: Any) -> None:
+    """The worker's side of _interruptible: ``call(handle)`` into ``fut``,
+    unless it was cancelled before the worker took it."""
+    if not fut.set_running_or_notify_cancel():
+        return
+    try:
+        fut.set_result(call(handle))
+    except BaseException as e:   # handed to the waiting main thread
+        fut.set_exception(e)
 
 
 async def _in_thread(call: Callable[[Any], Any]) -> Any:

@@ -127,6 +127,57 @@ def test_keyboard_interrupt_kills_a_sync_run(rootfs):
     assert marker_processes(marker) == []
 
 
+def test_keyboard_interrupt_during_the_hand_over(rootfs, monkeypatch):
+    """Ctrl-C whose handler runs inside the hand-over to the worker thread
+    (submit() waits for a new thread to start; under load the run is queued
+    and already running by then): the run is still killed and waited for."""
+    import concurrent.futures
+    import time
+    from nsbox import sandbox as sandbox_module
+    marker = "nsbox-handover-" + uuid.uuid4().hex
+
+    class Interrupted(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, *args, **kwargs):
+            super().submit(*args, **kwargs)
+            for _ in range(6000):
+                if marker_processes(marker):
+                    break
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+
+    worker = Interrupted(1)
+    monkeypatch.setattr(sandbox_module, "_main_worker", worker)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            nsbox.run(["sh", "-c", "sleep 1000; : " + marker], rootfs=rootfs, timeout=60)
+        assert marker_processes(marker) == [], "the run was left running"
+    finally:
+        worker.shutdown(wait=False)
+
+
+def test_keyboard_interrupt_before_the_run_starts(monkeypatch):
+    """Ctrl-C while the run waits in the worker's queue: it never starts."""
+    import concurrent.futures
+    import threading
+    from nsbox import sandbox as sandbox_module
+    gate = threading.Event()
+
+    class Busy(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, *args, **kwargs):
+            super().submit(gate.wait)            # the worker is busy
+            super().submit(*args, **kwargs)        # the run queued behind it
+            raise KeyboardInterrupt
+
+    worker = Busy(1)
+    monkeypatch.setattr(sandbox_module, "_main_worker", worker)
+    started = []
+    with pytest.raises(KeyboardInterrupt):
+        sandbox_module._interruptible(lambda handle: started.append(handle))
+    gate.set()
+    worker.shutdown(wait=True)
+    assert started == [], "a run interrupted before it started ran anyway"
+
+
 def test_a_cancelled_handle_starts_nothing(rootfs):
     import errno
     from nsbox import _nsbox
