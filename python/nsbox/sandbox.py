@@ -370,7 +370,18 @@ async def _in_thread(call: Callable[[Any], Any]) -> Any:
         except RuntimeError:
             pass   # the loop was closed meanwhile: no one waits for it
 
-    threading.Thread(target=work, name="nsbox-run", daemon=True).start()
+    runner = threading.Thread(target=work, name="nsbox-run", daemon=True)
+    try:
+        runner.start()
+    except BaseException:
+        # Interrupted while the thread started (a KeyboardInterrupt where
+        # asyncio.run's handler is not installed): the run may be under way.
+        # Cancelled first, it never starts or is killed; a thread that runs
+        # is waited for.
+        handle.kill()
+        if runner.ident is not None:
+            runner.join()
+        raise
     try:
         return await asyncio.shield(done)
     except asyncio.CancelledError:

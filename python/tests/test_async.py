@@ -178,6 +178,35 @@ def test_keyboard_interrupt_before_the_run_starts(monkeypatch):
     assert started == [], "a run interrupted before it started ran anyway"
 
 
+def test_keyboard_interrupt_while_an_async_run_starts(rootfs, monkeypatch):
+    """A KeyboardInterrupt raised while an async run's thread starts (outside
+    asyncio.run, whose SIGINT handler cancels instead): the run, already
+    under way, is killed and waited for."""
+    import threading
+    import time
+    marker = "nsbox-astart-" + uuid.uuid4().hex
+
+    class Interrupted(threading.Thread):
+        def start(self):
+            super().start()
+            if self.name == "nsbox-run":
+                for _ in range(6000):
+                    if marker_processes(marker):
+                        break
+                    time.sleep(0.01)
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading, "Thread", Interrupted)
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(nsbox.arun(["sh", "-c", "sleep 1000; : " + marker], rootfs=rootfs, timeout=60))
+    finally:
+        monkeypatch.undo()
+        loop.close()
+    assert marker_processes(marker) == [], "the run was left running"
+
+
 def test_a_cancelled_handle_starts_nothing(rootfs):
     import errno
     from nsbox import _nsbox
