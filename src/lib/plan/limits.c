@@ -128,13 +128,13 @@ int limits_plan(nsbox_plan *p, const nsbox_config *cfg, nsbox_error **err)
 {
 	p->limits = (cg_limits){ .memory = cfg->memory, .cpus = cfg->cpus, .pids = cfg->pids };
 	plan_user_max(p, cfg);
-	cgroup_probe(cfg->cgroup_parent, &p->cg_host);
 	/* make bench's ablation: the run as it goes where no cgroup can be
 	 * had (rlimits, with the warning; a policy that refuses still does). */
-	if (getenv("NSBOX_TEST_NO_CGROUP") && p->cg_host.driver != CG_NONE) {
-		cgroup_host_free(&p->cg_host);
+	if (getenv("NSBOX_TEST_NO_CGROUP")) {
 		p->cg_host = (cg_host){ .driver = CG_NONE };
 		snprintf(p->cg_host.reason, sizeof(p->cg_host.reason), "NSBOX_TEST_NO_CGROUP is set");
+	} else {
+		cgroup_probe(cfg->cgroup_parent, &p->cg_host);
 	}
 	/* Open files: what was asked, else the caller's own limits, which the
 	 * payload inherits (limits.nofile: host). */
