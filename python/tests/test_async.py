@@ -135,12 +135,14 @@ def test_keyboard_interrupt_during_the_hand_over(rootfs, monkeypatch):
     import time
     from nsbox import sandbox as sandbox_module
     marker = "nsbox-handover-" + uuid.uuid4().hex
+    seen = {}
 
     class Interrupted(concurrent.futures.ThreadPoolExecutor):
         def submit(self, *args, **kwargs):
             super().submit(*args, **kwargs)
             for _ in range(6000):
                 if marker_processes(marker):
+                    seen["running"] = True
                     break
                 time.sleep(0.01)
             raise KeyboardInterrupt
@@ -150,6 +152,7 @@ def test_keyboard_interrupt_during_the_hand_over(rootfs, monkeypatch):
     try:
         with pytest.raises(KeyboardInterrupt):
             nsbox.run(["sh", "-c", "sleep 1000; : " + marker], rootfs=rootfs, timeout=60)
+        assert seen.get("running"), "the interrupt came while the run was running"
         assert marker_processes(marker) == [], "the run was left running"
     finally:
         worker.shutdown(wait=False)
@@ -185,6 +188,7 @@ def test_keyboard_interrupt_while_an_async_run_starts(rootfs, monkeypatch):
     import threading
     import time
     marker = "nsbox-astart-" + uuid.uuid4().hex
+    seen = {}
 
     class Interrupted(threading.Thread):
         def start(self):
@@ -192,6 +196,7 @@ def test_keyboard_interrupt_while_an_async_run_starts(rootfs, monkeypatch):
             if self.name == "nsbox-run":
                 for _ in range(6000):
                     if marker_processes(marker):
+                        seen["running"] = True
                         break
                     time.sleep(0.01)
                 raise KeyboardInterrupt
@@ -204,6 +209,7 @@ def test_keyboard_interrupt_while_an_async_run_starts(rootfs, monkeypatch):
     finally:
         monkeypatch.undo()
         loop.close()
+    assert seen.get("running"), "the interrupt came while the run was running"
     assert marker_processes(marker) == [], "the run was left running"
 
 
