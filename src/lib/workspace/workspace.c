@@ -49,6 +49,19 @@ int ws_session_lock(const char *dir)
 {
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%.4000s/lock", dir);
+	/* A new lock appears held: made unnamed, locked, then linked into
+	 * place. Created by name and then locked, another run's reap_stale
+	 * could take it in between, as a lock whose holder is gone, and
+	 * remove a run that had only just begun. Where the file system has no
+	 * O_TMPFILE, or a lock is there already, it is opened by name. */
+	int tmp = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (tmp >= 0) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tmp);
+		if (flock(tmp, LOCK_EX | LOCK_NB) == 0 && linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+			return tmp;
+		close(tmp);
+	}
 	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
