@@ -1,7 +1,10 @@
 /* The janitor is our child with no exit signal (an embedding program's
  * SIGCHLD handling never sees it; we reap it through its pidfd), lives in
- * its own session (a terminal's Ctrl-C does not reach it), and keeps only
- * the read end of a pipe. When every write end is closed - the supervisor
+ * its own session, keeps every catchable signal blocked from its first
+ * instruction (a terminal's Ctrl-C, or a SIGTERM to our process group,
+ * sent before it has its session - it waits in the idle class and may not
+ * have run yet - would otherwise end it with us), and keeps only the read
+ * end of a pipe. When every write end is closed - the supervisor
  * finished, or was killed - it kills what is left in the cgroups (v2) and
  * removes them, waiting for the last processes to leave. It runs in a raw
  * clone of a possibly threaded program, so it uses no allocation and no
@@ -9,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -132,16 +136,20 @@ int janitor_start(const cg_host *h, const char *name, janitor *j, nsbox_error **
 		return nsbox_err(err, errno, "cgroup", "create the janitor's pipe");
 	int pidfd = -1;
 	struct clone_args ca = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd };
+	sigset_t all, mask;
+	sigfillset(&all);
+	(void) pthread_sigmask(SIG_SETMASK, &all, &mask);
 	pid_t pid = (pid_t) sys_clone3(&ca);
+	if (pid == 0) {
+		close(p[1]);
+		janitor_main(jp, p[0]);   /* the mask stays: no signal but SIGKILL ends it */
+	}
+	int e = errno;
+	(void) pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	if (pid < 0) {
-		int e = errno;
 		close(p[0]);
 		close(p[1]);
 		return nsbox_err(err, e, "cgroup", "start the cgroup janitor");
-	}
-	if (pid == 0) {
-		close(p[1]);
-		janitor_main(jp, p[0]);
 	}
 	close(p[0]);
 	*j = (janitor){ .pid = pid, .pidfd = pidfd, .wake = p[1] };
