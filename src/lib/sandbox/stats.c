@@ -83,6 +83,11 @@ void stats_write(nsbox_sandbox *sb)
 {
 	cg_sample s;
 	stats_sample(sb, &s);
+	/* rlimit mode counts the live processes: with none left the sandbox is
+	 * ending (pid 1 a zombie), and a row of zeros would read as a run that
+	 * used nothing. Its end is the record's. */
+	if (!sb->cg && !s.pids)
+		return;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	double elapsed = (double) (now.tv_sec - sb->start.tv_sec) * 1e3 +
