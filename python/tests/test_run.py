@@ -176,3 +176,44 @@ def test_volumes_on_missing_mount_points(rootfs, tmp_path):
         e = live.exec(["sh", "-c", script])
     assert e.ok, e.stderr
     assert e.stdout.split() == ["conf", "file.conf", "sub", "ok"]
+
+
+def test_the_janitor_outlives_a_group_signal(rootfs):
+    """An SDK run's cgroup janitor ignores what ends its caller's process
+    group (a harness's SIGTERM, a hangup): else the run's cgroups stay
+    behind. (The CLI blocks these for its signalfd, so its janitor always
+    inherited that; an embedding program's did not.)"""
+    import signal
+    import threading
+    import time
+    by = nsbox.run(["true"], rootfs=rootfs).limits["enforced_by"]
+    if not by.startswith("cgroup"):
+        pytest.skip("no cgroup for this identity (limits by %s): a run has no janitor" % by)
+    t = threading.Thread(target=nsbox.run, args=(["sleep", "2"],), kwargs={"rootfs": rootfs, "timeout": 60})
+    t.start()
+    jan = None
+    for _ in range(200):
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                kids = open("/proc/self/task/%s/children" % tid).read().split()
+            except OSError:
+                continue
+            for k in kids:
+                try:
+                    if open("/proc/%s/comm" % k).read().strip() == "nsbox-janitor":
+                        jan = int(k)
+                except OSError:
+                    pass
+        if jan:
+            break
+        time.sleep(0.05)
+    try:
+        assert jan, "the run's janitor was not found among our children"
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            os.kill(jan, sig)
+        time.sleep(0.2)
+        # a janitor that died is a zombie until its run reaps it
+        state = open("/proc/%d/stat" % jan).read().rsplit(")", 1)[1].split()[0]
+        assert state not in ("Z", "X"), "the janitor died of a signal (state %s)" % state
+    finally:
+        t.join()
